@@ -1,0 +1,3 @@
+/* cpu_reduce.c — STUB: to be replaced by its owner. */
+#include "sf.h"
+typedef int sf_cpu_reduce_placeholder;

@@ -1,0 +1,3 @@
+/* scanfuse CLI — STUB */
+#include "scanfuse.h"
+int main(void) { return 1; }
