@@ -1,3 +1,725 @@
-/* cpu_pointwise.c — STUB: to be replaced by its owner. */
-#include "sf.h"
-typedef int sf_cpu_pointwise_placeholder;
+/*
+ * cpu_pointwise.c — element movement for the CPU backend and the kernels built only
+ * from it: the N-d iterator, block conversions between strided buffers of any dtype
+ * and contiguous double/int64 blocks, strided copies (casts and the copying shape
+ * ops: pad, triu, tril), creation ops, and every pointwise op.
+ *
+ * Invariants:
+ *  - every dtype switch sits outside its element loop, and no element loop calls
+ *    through a function pointer;
+ *  - pointwise ops follow docs/OPS.md: operands are converted to the common dtype
+ *    (cdt) first; a float cdt computes in double and the store rounds once to the
+ *    result dtype; an integer or bool cdt computes in int64 with wrapping through
+ *    uint64, and the store wraps to the result dtype;
+ *  - a kernel only writes its own output buffer; a run-time error (integer division
+ *    by zero) returns before the backend copies anything to the caller.
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------ */
+/* The N-d iterator                                                                 */
+/* ------------------------------------------------------------------------------ */
+
+void sf_cpu_iter_init(sf_cpu_iter *it, int ndim, const int64_t *shape, int nop,
+                      const int64_t *const *strides) {
+    SF_ASSERT(nop >= 1 && nop <= SF_CPU_MAX_OPS && ndim >= 0 && ndim <= SF_MAX_DIMS);
+    memset(it, 0, sizeof *it);
+    it->nop = nop;
+    int nd = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) it->done = true;
+        if (shape[d] == 1) continue; /* a size-1 dim never moves any operand */
+        /* Merge with the previous kept dim when every operand steps over it exactly
+         * as one longer dim would: then the walk order and the offsets are unchanged. */
+        bool merge = nd > 0;
+        for (int op = 0; op < nop && merge; op++)
+            merge = it->stride[op][nd - 1] == strides[op][d] * shape[d];
+        if (merge) {
+            it->shape[nd - 1] *= shape[d];
+            for (int op = 0; op < nop; op++) it->stride[op][nd - 1] = strides[op][d];
+        } else {
+            it->shape[nd] = shape[d];
+            for (int op = 0; op < nop; op++) it->stride[op][nd] = strides[op][d];
+            nd++;
+        }
+    }
+    if (nd == 0) { /* 0-d or all ones: one element */
+        it->shape[0] = 1;
+        for (int op = 0; op < nop; op++) it->stride[op][0] = 0;
+        nd = 1;
+    }
+    it->ndim = nd;
+}
+
+int64_t sf_cpu_iter_next(sf_cpu_iter *it, int64_t maxn, int64_t *offs) {
+    if (it->done) return 0;
+    int last = it->ndim - 1;
+    int64_t left = it->shape[last] - it->inner;
+    int64_t n = left < maxn ? left : maxn;
+    for (int op = 0; op < it->nop; op++)
+        offs[op] = it->base[op] + it->inner * it->stride[op][last];
+    it->inner += n;
+    if (it->inner == it->shape[last]) {
+        it->inner = 0;
+        int d = last - 1;
+        for (; d >= 0; d--) {
+            if (++it->idx[d] < it->shape[d]) {
+                for (int op = 0; op < it->nop; op++) it->base[op] += it->stride[op][d];
+                break;
+            }
+            it->idx[d] = 0;
+            for (int op = 0; op < it->nop; op++)
+                it->base[op] -= it->stride[op][d] * (it->shape[d] - 1);
+        }
+        if (d < 0) it->done = true;
+    }
+    return n;
+}
+
+void sf_cpu_broadcast_strides(const sf_view *in, int ndim, const int64_t *shape,
+                              int64_t *strides) {
+    int lead = ndim - in->ndim;
+    SF_ASSERT(lead >= 0);
+    for (int d = 0; d < ndim; d++) {
+        int j = d - lead;
+        if (j < 0 || in->shape[j] == 1) strides[d] = 0;
+        else strides[d] = in->strides[j];
+        SF_ASSERT(j < 0 || in->shape[j] == 1 || in->shape[j] == shape[d]);
+    }
+}
+
+bool sf_cpu_view_is_contiguous(const sf_view *v) {
+    int64_t expect = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] == 0) return true;
+        if (v->shape[d] == 1) continue;
+        if (v->strides[d] != expect) return false;
+        expect *= v->shape[d];
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Block conversions                                                                */
+/* ------------------------------------------------------------------------------ */
+
+/* One loop per source type: load a T at element offset off + i*stride with memcpy. */
+#define LOAD_LOOP(T, out, conv_expr)                                                   \
+    do {                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                              \
+            T x_;                                                                      \
+            memcpy(&x_, p + (off + i * stride) * (int64_t)sizeof(T), sizeof(T));       \
+            out[i] = conv_expr;                                                        \
+        }                                                                              \
+    } while (0)
+
+/* Is every value of dtype `from` exactly representable in float dtype `to`? */
+static bool exact_in_float(scanfuse_dtype from, scanfuse_dtype to) {
+    switch (to) {
+    case SCANFUSE_FLOAT64: return from != SCANFUSE_INT64;
+    case SCANFUSE_FLOAT32:
+        return from <= SCANFUSE_INT16 || from == SCANFUSE_FLOAT16 ||
+               from == SCANFUSE_BFLOAT16 || from == SCANFUSE_FLOAT32;
+    case SCANFUSE_FLOAT16:
+        return from <= SCANFUSE_INT8 || from == SCANFUSE_FLOAT16;
+    case SCANFUSE_BFLOAT16:
+        return from <= SCANFUSE_INT8 || from == SCANFUSE_BFLOAT16;
+    case SCANFUSE_BOOL: case SCANFUSE_UINT8: case SCANFUSE_INT8: case SCANFUSE_INT16:
+    case SCANFUSE_INT32: case SCANFUSE_INT64: case SCANFUSE_DTYPE_NONE:
+    case SCANFUSE_NUM_DTYPES: break;
+    }
+    return true;
+}
+
+/* Rounds doubles to a float dtype in place (the cast to that dtype). */
+static void round_block(double *x, int64_t n, scanfuse_dtype to) {
+    switch (to) {
+    case SCANFUSE_FLOAT32:
+        for (int64_t i = 0; i < n; i++) x[i] = (double)(float)x[i];
+        break;
+    case SCANFUSE_FLOAT16:
+        for (int64_t i = 0; i < n; i++) x[i] = sf_cpu_f16_to_f64(sf_cpu_f64_to_f16(x[i]));
+        break;
+    case SCANFUSE_BFLOAT16:
+        for (int64_t i = 0; i < n; i++) x[i] = sf_cpu_bf16_to_f64(sf_cpu_f64_to_bf16(x[i]));
+        break;
+    case SCANFUSE_FLOAT64: case SCANFUSE_BOOL: case SCANFUSE_UINT8: case SCANFUSE_INT8:
+    case SCANFUSE_INT16: case SCANFUSE_INT32: case SCANFUSE_INT64: case SCANFUSE_DTYPE_NONE:
+    case SCANFUSE_NUM_DTYPES: break;
+    }
+}
+
+void sf_cpu_gather_f64(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride,
+                       int64_t n, scanfuse_dtype conv, double *out) {
+    const char *p = (const char *)base;
+    switch (dt) {
+    case SCANFUSE_BOOL: LOAD_LOOP(uint8_t, out, x_ != 0); break;
+    case SCANFUSE_UINT8: LOAD_LOOP(uint8_t, out, (double)x_); break;
+    case SCANFUSE_INT8: LOAD_LOOP(int8_t, out, (double)x_); break;
+    case SCANFUSE_INT16: LOAD_LOOP(int16_t, out, (double)x_); break;
+    case SCANFUSE_INT32: LOAD_LOOP(int32_t, out, (double)x_); break;
+    case SCANFUSE_INT64: LOAD_LOOP(int64_t, out, (double)x_); break;
+    case SCANFUSE_FLOAT16: LOAD_LOOP(uint16_t, out, sf_cpu_f16_to_f64(x_)); break;
+    case SCANFUSE_BFLOAT16: LOAD_LOOP(uint16_t, out, sf_cpu_bf16_to_f64(x_)); break;
+    case SCANFUSE_FLOAT32: LOAD_LOOP(float, out, (double)x_); break;
+    case SCANFUSE_FLOAT64:
+        if (stride == 1) memcpy(out, p + off * 8, (size_t)n * 8);
+        else LOAD_LOOP(double, out, x_);
+        break;
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: SF_ASSERT(!"bad dtype"); break;
+    }
+    if (sf_dtype_is_float(conv) && !exact_in_float(dt, conv)) round_block(out, n, conv);
+}
+
+/* Wraps int64s in place to an integer dtype (two's complement), bool to != 0. */
+static void wrap_block(int64_t *x, int64_t n, scanfuse_dtype to) {
+    switch (to) {
+    case SCANFUSE_BOOL: for (int64_t i = 0; i < n; i++) x[i] = x[i] != 0; break;
+    case SCANFUSE_UINT8: for (int64_t i = 0; i < n; i++) x[i] = (uint8_t)(uint64_t)x[i]; break;
+    case SCANFUSE_INT8:
+        for (int64_t i = 0; i < n; i++) x[i] = (int8_t)(uint8_t)(uint64_t)x[i];
+        break;
+    case SCANFUSE_INT16:
+        for (int64_t i = 0; i < n; i++) x[i] = (int16_t)(uint16_t)(uint64_t)x[i];
+        break;
+    case SCANFUSE_INT32:
+        for (int64_t i = 0; i < n; i++) x[i] = (int32_t)(uint32_t)(uint64_t)x[i];
+        break;
+    case SCANFUSE_INT64: case SCANFUSE_FLOAT16: case SCANFUSE_BFLOAT16: case SCANFUSE_FLOAT32:
+    case SCANFUSE_FLOAT64: case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: break;
+    }
+}
+
+/* Converts doubles to int64 values of integer dtype `to` as PyTorch's x86 cast does:
+ * int64 directly, narrower types through int32 and then wrapped, bool as != 0. */
+static void f64_to_int_block(const double *x, int64_t *y, int64_t n, scanfuse_dtype to) {
+    if (to == SCANFUSE_BOOL) {
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] != 0.0; /* NaN is true */
+    } else if (to == SCANFUSE_INT64) {
+        for (int64_t i = 0; i < n; i++) y[i] = sf_cpu_f64_to_i64(x[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] = sf_cpu_f64_to_i32(x[i]);
+        wrap_block(y, n, to);
+    }
+}
+
+void sf_cpu_gather_i64(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride,
+                       int64_t n, scanfuse_dtype conv, int64_t *out) {
+    const char *p = (const char *)base;
+    if (sf_dtype_is_float(dt)) {
+        double tmp[SF_CPU_BLOCK];
+        for (int64_t s = 0; s < n; s += SF_CPU_BLOCK) {
+            int64_t m = n - s < SF_CPU_BLOCK ? n - s : SF_CPU_BLOCK;
+            sf_cpu_gather_f64(base, dt, off + s * stride, stride, m, dt, tmp);
+            f64_to_int_block(tmp, out + s, m, sf_dtype_is_float(conv) ? SCANFUSE_INT64 : conv);
+        }
+        return;
+    }
+    switch (dt) {
+    case SCANFUSE_BOOL: LOAD_LOOP(uint8_t, out, x_ != 0); break;
+    case SCANFUSE_UINT8: LOAD_LOOP(uint8_t, out, (int64_t)x_); break;
+    case SCANFUSE_INT8: LOAD_LOOP(int8_t, out, (int64_t)x_); break;
+    case SCANFUSE_INT16: LOAD_LOOP(int16_t, out, (int64_t)x_); break;
+    case SCANFUSE_INT32: LOAD_LOOP(int32_t, out, (int64_t)x_); break;
+    case SCANFUSE_INT64:
+        if (stride == 1) memcpy(out, p + off * 8, (size_t)n * 8);
+        else LOAD_LOOP(int64_t, out, x_);
+        break;
+    case SCANFUSE_FLOAT16: case SCANFUSE_BFLOAT16: case SCANFUSE_FLOAT32: case SCANFUSE_FLOAT64:
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: SF_ASSERT(!"bad dtype"); break;
+    }
+    /* uint8 -> int8 must wrap too, so any narrower-or-different target wraps */
+    if (!sf_dtype_is_float(conv) && conv != dt && conv != SCANFUSE_INT64) wrap_block(out, n, conv);
+}
+
+#define STORE_LOOP(T, expr)                                                            \
+    do {                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                              \
+            T y_ = (expr);                                                             \
+            memcpy(p + (off + i * stride) * (int64_t)sizeof(T), &y_, sizeof(T));       \
+        }                                                                              \
+    } while (0)
+
+/* Stores int64 values already in the range of integer dtype dt. */
+static void store_int_values(char *p, scanfuse_dtype dt, int64_t off, int64_t stride,
+                             int64_t n, const int64_t *x) {
+    switch (dt) {
+    case SCANFUSE_BOOL: STORE_LOOP(uint8_t, (uint8_t)(x[i] != 0)); break;
+    case SCANFUSE_UINT8: STORE_LOOP(uint8_t, (uint8_t)(uint64_t)x[i]); break;
+    case SCANFUSE_INT8: STORE_LOOP(int8_t, (int8_t)x[i]); break;
+    case SCANFUSE_INT16: STORE_LOOP(int16_t, (int16_t)x[i]); break;
+    case SCANFUSE_INT32: STORE_LOOP(int32_t, (int32_t)x[i]); break;
+    case SCANFUSE_INT64:
+        if (stride == 1) memcpy(p + off * 8, x, (size_t)n * 8);
+        else STORE_LOOP(int64_t, x[i]);
+        break;
+    case SCANFUSE_FLOAT16: case SCANFUSE_BFLOAT16: case SCANFUSE_FLOAT32: case SCANFUSE_FLOAT64:
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: SF_ASSERT(!"bad dtype"); break;
+    }
+}
+
+void sf_cpu_store_f64(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                      const double *x) {
+    char *p = (char *)base;
+    switch (dt) {
+    case SCANFUSE_FLOAT16: STORE_LOOP(uint16_t, sf_cpu_f64_to_f16(x[i])); return;
+    case SCANFUSE_BFLOAT16: STORE_LOOP(uint16_t, sf_cpu_f64_to_bf16(x[i])); return;
+    case SCANFUSE_FLOAT32: STORE_LOOP(float, (float)x[i]); return;
+    case SCANFUSE_FLOAT64:
+        if (stride == 1) memcpy(p + off * 8, x, (size_t)n * 8);
+        else STORE_LOOP(double, x[i]);
+        return;
+    case SCANFUSE_BOOL: case SCANFUSE_UINT8: case SCANFUSE_INT8: case SCANFUSE_INT16:
+    case SCANFUSE_INT32: case SCANFUSE_INT64: {
+        int64_t tmp[SF_CPU_BLOCK];
+        for (int64_t s = 0; s < n; s += SF_CPU_BLOCK) {
+            int64_t m = n - s < SF_CPU_BLOCK ? n - s : SF_CPU_BLOCK;
+            f64_to_int_block(x + s, tmp, m, dt);
+            store_int_values(p, dt, off + s * stride, stride, m, tmp);
+        }
+        return;
+    }
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: break;
+    }
+    SF_ASSERT(!"bad dtype");
+}
+
+void sf_cpu_store_i64(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                      const int64_t *x) {
+    char *p = (char *)base;
+    switch (dt) {
+    case SCANFUSE_BOOL: case SCANFUSE_UINT8: case SCANFUSE_INT8: case SCANFUSE_INT16:
+    case SCANFUSE_INT32: case SCANFUSE_INT64:
+        /* the narrowing casts in store_int_values wrap (two's complement) */
+        store_int_values(p, dt, off, stride, n, x);
+        return;
+    case SCANFUSE_FLOAT16: case SCANFUSE_BFLOAT16: case SCANFUSE_FLOAT32:
+    case SCANFUSE_FLOAT64: {
+        double tmp[SF_CPU_BLOCK];
+        for (int64_t s = 0; s < n; s += SF_CPU_BLOCK) {
+            int64_t m = n - s < SF_CPU_BLOCK ? n - s : SF_CPU_BLOCK;
+            for (int64_t i = 0; i < m; i++) tmp[i] = (double)x[s + i];
+            sf_cpu_store_f64(base, dt, off + s * stride, stride, m, tmp);
+        }
+        return;
+    }
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: break;
+    }
+    SF_ASSERT(!"bad dtype");
+}
+
+void sf_cpu_fill_literal_f64(const sf_num *lit, scanfuse_dtype conv, double *out, int64_t n) {
+    double v = lit->kind == SF_NUM_FLOAT ? lit->f : (double)lit->i;
+    if (sf_dtype_is_float(conv)) round_block(&v, 1, conv);
+    for (int64_t i = 0; i < n; i++) out[i] = v;
+}
+
+void sf_cpu_fill_literal_i64(const sf_num *lit, scanfuse_dtype conv, int64_t *out, int64_t n) {
+    int64_t v;
+    if (lit->kind == SF_NUM_FLOAT) f64_to_int_block(&lit->f, &v, 1, conv);
+    else {
+        v = lit->i;
+        wrap_block(&v, 1, conv);
+    }
+    for (int64_t i = 0; i < n; i++) out[i] = v;
+}
+
+void sf_cpu_store_literal(void *base, scanfuse_dtype dt, const sf_num *lit) {
+    if (lit->kind == SF_NUM_FLOAT) sf_cpu_store_f64(base, dt, 0, 1, 1, &lit->f);
+    else sf_cpu_store_i64(base, dt, 0, 1, 1, &lit->i);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Strided copy                                                                     */
+/* ------------------------------------------------------------------------------ */
+
+#define COPY_LOOP(T)                                                                   \
+    do {                                                                               \
+        for (int64_t i = 0; i < n; i++)                                                \
+            memcpy(d + (od + i * sd) * (int64_t)sizeof(T),                             \
+                   s + (os + i * ss) * (int64_t)sizeof(T), sizeof(T));                 \
+    } while (0)
+
+void sf_cpu_copy(const sf_view *dst, const sf_view *src) {
+    SF_ASSERT(dst->ndim == src->ndim);
+    const int64_t *st[2] = {dst->strides, src->strides};
+    sf_cpu_iter it;
+    sf_cpu_iter_init(&it, dst->ndim, dst->shape, 2, st);
+    int64_t offs[2], n;
+    char *d = (char *)dst->data;
+    const char *s = (const char *)src->data;
+    int64_t sd = sf_cpu_iter_stride(&it, 0), ss = sf_cpu_iter_stride(&it, 1);
+    if (dst->dtype == src->dtype) {
+        size_t es = scanfuse_dtype_size(dst->dtype);
+        while ((n = sf_cpu_iter_next(&it, INT64_MAX, offs)) > 0) {
+            int64_t od = offs[0], os = offs[1];
+            if (sd == 1 && ss == 1) {
+                memmove(d + od * (int64_t)es, s + os * (int64_t)es, (size_t)n * es);
+                continue;
+            }
+            switch (es) {
+            case 1: COPY_LOOP(uint8_t); break;
+            case 2: COPY_LOOP(uint16_t); break;
+            case 4: COPY_LOOP(uint32_t); break;
+            default: COPY_LOOP(uint64_t); break;
+            }
+        }
+        return;
+    }
+    /* Converting copy through a block: float sources or float destinations go through
+     * doubles (the double -> integer store is the float -> int cast), integer to
+     * integer through int64 (the store wraps). */
+    bool via_f64 = sf_dtype_is_float(src->dtype) || sf_dtype_is_float(dst->dtype);
+    double fb[SF_CPU_BLOCK];
+    int64_t ib[SF_CPU_BLOCK];
+    while ((n = sf_cpu_iter_next(&it, SF_CPU_BLOCK, offs)) > 0) {
+        if (via_f64) {
+            sf_cpu_gather_f64(s, src->dtype, offs[1], ss, n, src->dtype, fb);
+            sf_cpu_store_f64(d, dst->dtype, offs[0], sd, n, fb);
+        } else {
+            sf_cpu_gather_i64(s, src->dtype, offs[1], ss, n, src->dtype, ib);
+            sf_cpu_store_i64(d, dst->dtype, offs[0], sd, n, ib);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Pointwise ops                                                                    */
+/* ------------------------------------------------------------------------------ */
+
+#define LOOP(body)                                                                     \
+    do {                                                                               \
+        for (int64_t i = 0; i < n; i++) { body; }                                      \
+    } while (0)
+
+/* PyTorch's div_floor for floating types (see docs/OPS.md). */
+static double floor_divide_f64(double a, double b) {
+    if (b == 0.0) return a / b;
+    double mod = fmod(a, b);
+    double div = (a - mod) / b;
+    if (mod != 0.0 && (b < 0) != (mod < 0)) div -= 1.0;
+    double fl;
+    if (div != 0.0) {
+        fl = floor(div);
+        if (div - fl > 0.5) fl += 1.0;
+    } else {
+        fl = copysign(0.0, a / b);
+    }
+    return fl;
+}
+
+/* Exact wrapping integer power; negative exponents per docs/OPS.md. */
+static int64_t pow_i64(int64_t a, int64_t b) {
+    if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (b & 1) ? -1 : 1;
+        return 0;
+    }
+    uint64_t r = 1, x = (uint64_t)a;
+    uint64_t e = (uint64_t)b;
+    while (e) {
+        if (e & 1u) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return sf_cpu_wrap_u64(r);
+}
+
+/* Unary ops computed in double; r gets the (unrounded) results. */
+static void unary_f64(sf_op op, const double *a, double *r, int64_t n) {
+    switch (op) {
+    case SF_OP_neg: LOOP(r[i] = -a[i]); break;
+    case SF_OP_abs: LOOP(r[i] = fabs(a[i])); break;
+    case SF_OP_exp: LOOP(r[i] = exp(a[i])); break;
+    case SF_OP_log: LOOP(r[i] = log(a[i])); break;
+    case SF_OP_log1p: LOOP(r[i] = log1p(a[i])); break;
+    case SF_OP_expm1: LOOP(r[i] = expm1(a[i])); break;
+    case SF_OP_sqrt: LOOP(r[i] = sqrt(a[i])); break;
+    case SF_OP_rsqrt: LOOP(r[i] = 1.0 / sqrt(a[i])); break;
+    case SF_OP_reciprocal: LOOP(r[i] = 1.0 / a[i]); break;
+    case SF_OP_sigmoid: LOOP(r[i] = 1.0 / (1.0 + exp(-a[i]))); break;
+    case SF_OP_tanh: LOOP(r[i] = tanh(a[i])); break;
+    case SF_OP_silu: LOOP(r[i] = a[i] / (1.0 + exp(-a[i]))); break;
+    case SF_OP_relu: LOOP(r[i] = a[i] > 0.0 ? a[i] : (isnan(a[i]) ? a[i] : 0.0)); break; /* -0 gives +0 */
+    case SF_OP_floor: LOOP(r[i] = floor(a[i])); break;
+    case SF_OP_ceil: LOOP(r[i] = ceil(a[i])); break;
+    default: SF_ASSERT(!"not a float unary op"); break;
+    }
+}
+
+/* Unary ops with an int64 result from double operands (bool results). */
+static void unary_f64_to_i64(sf_op op, const double *a, int64_t *r, int64_t n) {
+    switch (op) {
+    case SF_OP_logical_not: LOOP(r[i] = a[i] == 0.0); break;
+    case SF_OP_isnan: LOOP(r[i] = isnan(a[i]) != 0); break;
+    default: SF_ASSERT(!"not a float predicate"); break;
+    }
+}
+
+static void unary_i64(sf_op op, const int64_t *a, int64_t *r, int64_t n) {
+    switch (op) {
+    case SF_OP_neg: LOOP(r[i] = sf_cpu_sub_i64(0, a[i])); break;
+    case SF_OP_abs: LOOP(r[i] = a[i] < 0 ? sf_cpu_sub_i64(0, a[i]) : a[i]); break;
+    case SF_OP_relu: LOOP(r[i] = a[i] < 0 ? 0 : a[i]); break;
+    case SF_OP_floor: case SF_OP_ceil: LOOP(r[i] = a[i]); break;
+    case SF_OP_logical_not: LOOP(r[i] = a[i] == 0); break;
+    case SF_OP_isnan: LOOP(r[i] = 0); break;
+    default: SF_ASSERT(!"not an integer unary op"); break;
+    }
+}
+
+/* Binary ops on doubles.  Returns true when the result is in rf (a float), false
+ * when it is in ri (a bool). */
+static bool binary_f64(sf_op op, const double *a, const double *b, double *rf, int64_t *ri,
+                       int64_t n) {
+    switch (op) {
+    case SF_OP_add: LOOP(rf[i] = a[i] + b[i]); return true;
+    case SF_OP_sub: LOOP(rf[i] = a[i] - b[i]); return true;
+    case SF_OP_mul: LOOP(rf[i] = a[i] * b[i]); return true;
+    case SF_OP_div: LOOP(rf[i] = a[i] / b[i]); return true;
+    case SF_OP_pow: LOOP(rf[i] = pow(a[i], b[i])); return true;
+    case SF_OP_maximum: /* NaN propagates; equal values (-0, +0) keep the first */
+        LOOP(rf[i] = isnan(a[i]) ? a[i] : (isnan(b[i]) ? b[i] : (a[i] < b[i] ? b[i] : a[i])));
+        return true;
+    case SF_OP_minimum:
+        LOOP(rf[i] = isnan(a[i]) ? a[i] : (isnan(b[i]) ? b[i] : (b[i] < a[i] ? b[i] : a[i])));
+        return true;
+    case SF_OP_remainder:
+        LOOP({
+            double m = fmod(a[i], b[i]);
+            if (m != 0.0 && (b[i] < 0) != (m < 0)) m += b[i];
+            rf[i] = m;
+        });
+        return true;
+    case SF_OP_floor_divide: LOOP(rf[i] = floor_divide_f64(a[i], b[i])); return true;
+    case SF_OP_eq: LOOP(ri[i] = a[i] == b[i]); return false;
+    case SF_OP_ne: LOOP(ri[i] = a[i] != b[i]); return false;
+    case SF_OP_lt: LOOP(ri[i] = a[i] < b[i]); return false;
+    case SF_OP_le: LOOP(ri[i] = a[i] <= b[i]); return false;
+    case SF_OP_gt: LOOP(ri[i] = a[i] > b[i]); return false;
+    case SF_OP_ge: LOOP(ri[i] = a[i] >= b[i]); return false;
+    case SF_OP_logical_and: LOOP(ri[i] = a[i] != 0.0 && b[i] != 0.0); return false;
+    case SF_OP_logical_or: LOOP(ri[i] = a[i] != 0.0 || b[i] != 0.0); return false;
+    default: SF_ASSERT(!"not a binary op"); return true;
+    }
+}
+
+/* Binary ops on int64s (wrapping).  Returns false on an integer division by zero. */
+static bool binary_i64(sf_op op, const int64_t *a, const int64_t *b, int64_t *r, int64_t n) {
+    switch (op) {
+    case SF_OP_add: LOOP(r[i] = sf_cpu_add_i64(a[i], b[i])); break;
+    case SF_OP_sub: LOOP(r[i] = sf_cpu_sub_i64(a[i], b[i])); break;
+    case SF_OP_mul: LOOP(r[i] = sf_cpu_mul_i64(a[i], b[i])); break;
+    case SF_OP_pow: LOOP(r[i] = pow_i64(a[i], b[i])); break;
+    case SF_OP_maximum: LOOP(r[i] = a[i] > b[i] ? a[i] : b[i]); break;
+    case SF_OP_minimum: LOOP(r[i] = a[i] < b[i] ? a[i] : b[i]); break;
+    case SF_OP_remainder:
+        for (int64_t i = 0; i < n; i++) {
+            if (b[i] == 0) return false;
+            int64_t m = b[i] == -1 ? 0 : a[i] % b[i]; /* INT64_MIN % -1 is UB in C */
+            if (m != 0 && (m < 0) != (b[i] < 0)) m += b[i];
+            r[i] = m;
+        }
+        break;
+    case SF_OP_floor_divide:
+        for (int64_t i = 0; i < n; i++) {
+            if (b[i] == 0) return false;
+            if (b[i] == -1) {
+                r[i] = sf_cpu_sub_i64(0, a[i]); /* INT64_MIN // -1 wraps */
+                continue;
+            }
+            int64_t q = a[i] / b[i];
+            if (a[i] % b[i] != 0 && ((a[i] < 0) != (b[i] < 0))) q -= 1;
+            r[i] = q;
+        }
+        break;
+    case SF_OP_eq: LOOP(r[i] = a[i] == b[i]); break;
+    case SF_OP_ne: LOOP(r[i] = a[i] != b[i]); break;
+    case SF_OP_lt: LOOP(r[i] = a[i] < b[i]); break;
+    case SF_OP_le: LOOP(r[i] = a[i] <= b[i]); break;
+    case SF_OP_gt: LOOP(r[i] = a[i] > b[i]); break;
+    case SF_OP_ge: LOOP(r[i] = a[i] >= b[i]); break;
+    case SF_OP_logical_and: LOOP(r[i] = a[i] != 0 && b[i] != 0); break;
+    case SF_OP_logical_or: LOOP(r[i] = a[i] != 0 || b[i] != 0); break;
+    default: SF_ASSERT(!"not an integer binary op"); break;
+    }
+    return true;
+}
+
+/* Predicates whose result is bool whatever the operand dtype. */
+static bool op_is_predicate(sf_op op) {
+    return op == SF_OP_logical_not || op == SF_OP_isnan || op == SF_OP_eq || op == SF_OP_ne ||
+           op == SF_OP_lt || op == SF_OP_le || op == SF_OP_gt || op == SF_OP_ge ||
+           op == SF_OP_logical_and || op == SF_OP_logical_or;
+}
+
+scanfuse_status sf_cpu_pointwise(const sf_node *node, scanfuse_dtype cdt, const sf_view *in,
+                                 const sf_num *const *lit, const sf_view *out, char *msg,
+                                 size_t msglen) {
+    sf_op op = node->op;
+    int nin = node->nin;
+    SF_ASSERT(nin >= 1 && nin <= SF_MAX_IN);
+    bool fdom = sf_dtype_is_float(cdt);
+    bool is_where = op == SF_OP_where;
+
+    int64_t st[SF_CPU_MAX_OPS][SF_MAX_DIMS];
+    const int64_t *sp[SF_CPU_MAX_OPS];
+    for (int d = 0; d < out->ndim; d++) st[0][d] = out->strides[d];
+    sp[0] = st[0];
+    for (int k = 0; k < nin; k++) {
+        if (lit[k]) memset(st[k + 1], 0, sizeof st[k + 1]);
+        else sf_cpu_broadcast_strides(&in[k], out->ndim, out->shape, st[k + 1]);
+        sp[k + 1] = st[k + 1];
+    }
+    sf_cpu_iter it;
+    sf_cpu_iter_init(&it, out->ndim, out->shape, nin + 1, sp);
+
+    /* Scratch: operand blocks in the compute domain, the where-condition as int64. */
+    static const int64_t B = SF_CPU_BLOCK;
+    double fa[SF_MAX_IN][SF_CPU_BLOCK], fr[SF_CPU_BLOCK];
+    int64_t ia[SF_MAX_IN][SF_CPU_BLOCK], ir[SF_CPU_BLOCK];
+    for (int k = 0; k < nin; k++) {
+        if (!lit[k]) continue;
+        if (is_where && k == 0) sf_cpu_fill_literal_i64(lit[k], SCANFUSE_BOOL, ia[0], B);
+        else if (fdom) sf_cpu_fill_literal_f64(lit[k], cdt, fa[k], B);
+        else sf_cpu_fill_literal_i64(lit[k], cdt, ia[k], B);
+    }
+
+    int64_t offs[SF_CPU_MAX_OPS], n;
+    while ((n = sf_cpu_iter_next(&it, B, offs)) > 0) {
+        for (int k = 0; k < nin; k++) {
+            if (lit[k]) continue;
+            int64_t s = sf_cpu_iter_stride(&it, k + 1);
+            if (is_where && k == 0)
+                sf_cpu_gather_i64(in[0].data, in[0].dtype, offs[1], s, n, SCANFUSE_BOOL, ia[0]);
+            else if (fdom)
+                sf_cpu_gather_f64(in[k].data, in[k].dtype, offs[k + 1], s, n, cdt, fa[k]);
+            else
+                sf_cpu_gather_i64(in[k].data, in[k].dtype, offs[k + 1], s, n, cdt, ia[k]);
+        }
+        bool res_f;
+        if (is_where) {
+            res_f = fdom;
+            if (fdom) LOOP(fr[i] = ia[0][i] ? fa[1][i] : fa[2][i]);
+            else LOOP(ir[i] = ia[0][i] ? ia[1][i] : ia[2][i]);
+        } else if (nin == 1) {
+            if (!fdom) {
+                unary_i64(op, ia[0], ir, n);
+                res_f = false;
+            } else if (op_is_predicate(op)) {
+                unary_f64_to_i64(op, fa[0], ir, n);
+                res_f = false;
+            } else {
+                unary_f64(op, fa[0], fr, n);
+                res_f = true;
+            }
+        } else if (fdom) {
+            res_f = binary_f64(op, fa[0], fa[1], fr, ir, n);
+        } else {
+            res_f = false;
+            if (!binary_i64(op, ia[0], ia[1], ir, n)) {
+                sf_msg(msg, msglen, "%s: integer division by zero", sf_op_table[op].name);
+                return SCANFUSE_ERROR_VALUE;
+            }
+        }
+        int64_t so = sf_cpu_iter_stride(&it, 0);
+        if (res_f) sf_cpu_store_f64(out->data, out->dtype, offs[0], so, n, fr);
+        else sf_cpu_store_i64(out->data, out->dtype, offs[0], so, n, ir);
+    }
+    return SCANFUSE_OK;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Creation and copying shape ops                                                   */
+/* ------------------------------------------------------------------------------ */
+
+void sf_cpu_create(const sf_node *node, const sf_view *out) {
+    const sf_attrs *a = &node->a;
+    if (node->op == SF_OP_scalar) {
+        sf_cpu_store_literal(out->data, out->dtype, &a->value);
+        return;
+    }
+    SF_ASSERT(node->op == SF_OP_arange || node->op == SF_OP_iota);
+    SF_ASSERT(out->ndim == 1);
+    int64_t len = out->shape[0];
+    /* Integer dtypes with integer bounds are exact in int64; everything else is
+     * start + i*step in double, rounded once by the store. */
+    bool exact_int = !sf_dtype_is_float(out->dtype) && a->start.kind != SF_NUM_FLOAT &&
+                     a->step.kind != SF_NUM_FLOAT;
+    double fb[SF_CPU_BLOCK];
+    int64_t ib[SF_CPU_BLOCK];
+    for (int64_t s = 0; s < len; s += SF_CPU_BLOCK) {
+        int64_t n = len - s < SF_CPU_BLOCK ? len - s : SF_CPU_BLOCK;
+        if (exact_int) {
+            LOOP(ib[i] = sf_cpu_add_i64(a->start.i, sf_cpu_mul_i64(s + i, a->step.i)));
+            sf_cpu_store_i64(out->data, out->dtype, s, 1, n, ib);
+        } else {
+            double start = a->start.kind == SF_NUM_FLOAT ? a->start.f : (double)a->start.i;
+            double step = a->step.kind == SF_NUM_FLOAT ? a->step.f : (double)a->step.i;
+            LOOP(fb[i] = start + (double)(s + i) * step);
+            sf_cpu_store_f64(out->data, out->dtype, s, 1, n, fb);
+        }
+    }
+}
+
+void sf_cpu_pad(const sf_node *node, const sf_view *in, const sf_view *out) {
+    /* Fill everything with the value (a one-element source broadcast with stride 0),
+     * then copy the part of the input that survives the padding/cropping. */
+    uint64_t cell = 0;
+    sf_cpu_store_literal(&cell, out->dtype, &node->a.value);
+    sf_view fill = *out;
+    fill.data = &cell;
+    for (int d = 0; d < fill.ndim; d++) fill.strides[d] = 0;
+    sf_cpu_copy(out, &fill);
+
+    sf_view src = *in, dst = *out;
+    int npairs = node->a.nlist / 2;
+    for (int d = 0; d < out->ndim; d++) {
+        int pair = out->ndim - 1 - d; /* pairs run from the last dim backwards */
+        int64_t lo = pair < npairs ? node->a.list[2 * pair] : 0;
+        int64_t src0 = lo < 0 ? -lo : 0, dst0 = lo > 0 ? lo : 0;
+        int64_t len_src = in->shape[d] - src0, len_dst = out->shape[d] - dst0;
+        int64_t len = len_src < len_dst ? len_src : len_dst;
+        if (len <= 0) return; /* nothing of the input survives */
+        src.data = (char *)src.data + src0 * in->strides[d] * (int64_t)scanfuse_dtype_size(in->dtype);
+        dst.data = (char *)dst.data + dst0 * out->strides[d] * (int64_t)scanfuse_dtype_size(out->dtype);
+        src.shape[d] = dst.shape[d] = len;
+    }
+    sf_cpu_copy(&dst, &src);
+}
+
+void sf_cpu_tri(const sf_node *node, const sf_view *in, const sf_view *out) {
+    sf_cpu_copy(out, in);
+    SF_ASSERT(out->ndim >= 2 && sf_cpu_view_is_contiguous(out));
+    int64_t rows = out->shape[out->ndim - 2], cols = out->shape[out->ndim - 1];
+    int64_t count = sf_numel(out->ndim, out->shape);
+    if (count == 0) return;
+    int64_t mats = count / (rows * cols);
+    size_t es = scanfuse_dtype_size(out->dtype);
+    /* Clamp the diagonal so i + diag cannot overflow; beyond +-(size+1) nothing changes. */
+    int64_t diag = node->a.diagonal;
+    if (diag > cols + 1) diag = cols + 1;
+    if (diag < -rows - 1) diag = -rows - 1;
+    bool upper = node->op == SF_OP_triu;
+    char *p = (char *)out->data;
+    for (int64_t m = 0; m < mats; m++) {
+        for (int64_t i = 0; i < rows; i++) {
+            char *row = p + ((m * rows + i) * cols) * (int64_t)es;
+            int64_t z0, z1; /* zero the columns [z0, z1): zero bits are 0 in every dtype */
+            if (upper) { /* keep j - i >= diag */
+                z0 = 0;
+                z1 = i + diag;
+            } else { /* keep j - i <= diag */
+                z0 = i + diag + 1;
+                z1 = cols;
+            }
+            if (z0 < 0) z0 = 0;
+            if (z1 > cols) z1 = cols;
+            if (z1 > z0) memset(row + z0 * (int64_t)es, 0, (size_t)(z1 - z0) * es);
+        }
+    }
+}

@@ -1,3 +1,389 @@
-/* cpu_reduce.c — STUB: to be replaced by its owner. */
-#include "sf.h"
-typedef int sf_cpu_reduce_placeholder;
+/*
+ * cpu_reduce.c — reductions (sum, prod, max, min, mean, argmax, argmin over any set of
+ * dims, keepdim or not) and matmul for the CPU backend.
+ *
+ * Accumulation policy (docs/OPS.md):
+ *  - sum/prod/mean convert the input to the result dtype first; float sum and mean
+ *    accumulate in double-double (each output is the exact sum rounded once; mean
+ *    divides the double-double sum by the count before that one rounding); float prod
+ *    accumulates in double; integers in int64 with wrapping;
+ *  - max/min propagate NaN; argmax/argmin return the first index of the extreme value
+ *    and a NaN counts as the extreme (the first NaN wins); indices are row-major over
+ *    the reduced dims (the flattened input when no dim is given);
+ *  - matmul accumulates each dot product in double in ascending k (or in wrapping
+ *    int64) and rounds once.
+ * Each output reduces its elements in row-major order of the reduced dims, whatever
+ * the walk below looks like, so results are deterministic.
+ *
+ * Layout: like the scans, a reduction works on tiles that are either a run of
+ * reduced elements of one output ("row mode", when a reduced dim has the smallest
+ * stride) or one reduced position of up to SF_CPU_BLOCK neighbouring outputs
+ * ("column mode", when a kept dim has the smallest stride).
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum red_kind {
+    R_SUM_F, R_SUM_I, R_PROD_F, R_PROD_I, R_MEAN,
+    R_MAX_F, R_MAX_I, R_MIN_F, R_MIN_I,
+    R_ARGMAX_F, R_ARGMAX_I, R_ARGMIN_F, R_ARGMIN_I
+} red_kind;
+
+typedef struct red_work {
+    double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK];
+    int64_t iv[SF_CPU_BLOCK], idx[SF_CPU_BLOCK];
+    double xf[SF_CPU_BLOCK], yf[SF_CPU_BLOCK];
+    int64_t xi[SF_CPU_BLOCK], yi[SF_CPU_BLOCK];
+} red_work;
+
+static bool red_float_input(red_kind k) {
+    return k == R_SUM_F || k == R_PROD_F || k == R_MEAN || k == R_MAX_F || k == R_MIN_F ||
+           k == R_ARGMAX_F || k == R_ARGMIN_F;
+}
+
+static bool red_float_result(red_kind k) {
+    return k == R_SUM_F || k == R_PROD_F || k == R_MEAN || k == R_MAX_F || k == R_MIN_F;
+}
+
+static void red_init(red_work *w, red_kind k, int64_t m) {
+    double fv = 0.0;
+    int64_t iv = 0;
+    switch (k) {
+    case R_SUM_F: case R_SUM_I: case R_MEAN: break;
+    case R_PROD_F: fv = 1.0; break;
+    case R_PROD_I: iv = 1; break;
+    case R_MAX_F: fv = -INFINITY; break;
+    case R_MIN_F: fv = INFINITY; break;
+    case R_MAX_I: iv = INT64_MIN; break;
+    case R_MIN_I: iv = INT64_MAX; break;
+    case R_ARGMAX_F: case R_ARGMAX_I: case R_ARGMIN_F: case R_ARGMIN_I: break;
+    }
+    for (int64_t j = 0; j < m; j++) {
+        w->hi[j] = fv;
+        w->lo[j] = 0.0;
+        w->iv[j] = iv;
+        w->idx[j] = -1;
+    }
+}
+
+/* Folds a tile of K reduced positions x m outputs (element q = t*m + j; position t
+ * has row-major index r0 + t) into the accumulators. */
+static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) {
+    const double *xf = w->xf;
+    const int64_t *xi = w->xi;
+    double *hi = w->hi, *lo = w->lo;
+    int64_t *iv = w->iv, *idx = w->idx;
+    for (int64_t t = 0; t < K; t++) {
+        const int64_t q0 = t * m, r = r0 + t;
+        switch (k) {
+        case R_SUM_F: case R_MEAN:
+            for (int64_t j = 0; j < m; j++) sf_cpu_dd_add(&hi[j], &lo[j], xf[q0 + j]);
+            break;
+        case R_SUM_I:
+            for (int64_t j = 0; j < m; j++) iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);
+            break;
+        case R_PROD_F:
+            for (int64_t j = 0; j < m; j++) hi[j] *= xf[q0 + j];
+            break;
+        case R_PROD_I:
+            for (int64_t j = 0; j < m; j++) iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);
+            break;
+        case R_MAX_F:
+            for (int64_t j = 0; j < m; j++) {
+                double x = xf[q0 + j];
+                if (isnan(x) || x > hi[j]) hi[j] = x; /* once NaN, nothing is > NaN */
+            }
+            break;
+        case R_MIN_F:
+            for (int64_t j = 0; j < m; j++) {
+                double x = xf[q0 + j];
+                if (isnan(x) || x < hi[j]) hi[j] = x;
+            }
+            break;
+        case R_MAX_I:
+            for (int64_t j = 0; j < m; j++)
+                if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];
+            break;
+        case R_MIN_I:
+            for (int64_t j = 0; j < m; j++)
+                if (xi[q0 + j] < iv[j]) iv[j] = xi[q0 + j];
+            break;
+        case R_ARGMAX_F: case R_ARGMIN_F: {
+            bool is_max = k == R_ARGMAX_F;
+            for (int64_t j = 0; j < m; j++) {
+                double x = xf[q0 + j];
+                /* the first NaN wins; otherwise strictly better replaces (first wins) */
+                if (idx[j] < 0 ||
+                    (!isnan(hi[j]) && (isnan(x) || (is_max ? x > hi[j] : x < hi[j])))) {
+                    hi[j] = x;
+                    idx[j] = r;
+                }
+            }
+            break;
+        }
+        case R_ARGMAX_I: case R_ARGMIN_I: {
+            bool is_max = k == R_ARGMAX_I;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t x = xi[q0 + j];
+                if (idx[j] < 0 || (is_max ? x > iv[j] : x < iv[j])) {
+                    iv[j] = x;
+                    idx[j] = r;
+                }
+            }
+            break;
+        }
+        }
+    }
+}
+
+/* (hi + lo) / c, rounded once to dt (through the round-to-odd double). */
+static double dd_div(double hi, double lo, double c, scanfuse_dtype dt) {
+    double q1 = hi / c;
+    if (!isfinite(q1)) return q1; /* count 0 (NaN), or an infinite/NaN sum */
+    double rem = fma(-q1, c, hi) + lo; /* hi - q1*c exactly, plus the low part */
+    double q2 = rem / c;
+    double h = q1 + q2;
+    double l = q2 - (h - q1);
+    return sf_cpu_dd_result(h, l, dt);
+}
+
+/* Writes the results of m outputs to the output buffer. */
+static void red_finish(red_work *w, red_kind k, scanfuse_dtype dt, double count,
+                       const sf_view *out, int64_t off, int64_t stride, int64_t m) {
+    for (int64_t j = 0; j < m; j++) {
+        switch (k) {
+        case R_SUM_F: w->yf[j] = sf_cpu_dd_result(w->hi[j], w->lo[j], dt); break;
+        case R_MEAN: w->yf[j] = dd_div(w->hi[j], w->lo[j], count, dt); break;
+        case R_PROD_F: case R_MAX_F: case R_MIN_F: w->yf[j] = w->hi[j]; break;
+        case R_SUM_I: case R_PROD_I: case R_MAX_I: case R_MIN_I: w->yi[j] = w->iv[j]; break;
+        case R_ARGMAX_F: case R_ARGMAX_I: case R_ARGMIN_F: case R_ARGMIN_I:
+            w->yi[j] = w->idx[j];
+            break;
+        }
+    }
+    if (red_float_result(k)) sf_cpu_store_f64(out->data, out->dtype, off, stride, m, w->yf);
+    else sf_cpu_store_i64(out->data, out->dtype, off, stride, m, w->yi);
+}
+
+scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out,
+                              char *msg, size_t msglen) {
+    const sf_attrs *a = &node->a;
+    int nd = in->ndim;
+    bool reduced[SF_MAX_DIMS] = {false};
+    bool is_arg = node->op == SF_OP_argmax || node->op == SF_OP_argmin;
+    if (is_arg ? a->has_dim : a->has_list) {
+        if (is_arg) {
+            SF_ASSERT(a->dim >= 0 && a->dim < (nd > 0 ? nd : 1));
+            if (nd > 0) reduced[a->dim] = true;
+        } else {
+            for (int i = 0; i < a->nlist; i++) {
+                SF_ASSERT(a->list[i] >= 0 && a->list[i] < nd);
+                reduced[a->list[i]] = true;
+            }
+        }
+    } else {
+        for (int e = 0; e < nd; e++) reduced[e] = true;
+    }
+
+    /* The conversion dtype: the result dtype for sum/prod/mean (the input is cast to
+     * it first), the input's own for max/min/argmax/argmin. */
+    scanfuse_dtype cv = is_arg ? in->dtype : out->dtype;
+    bool fl = sf_dtype_is_float(cv);
+    red_kind k;
+    switch (node->op) {
+    case SF_OP_sum: k = fl ? R_SUM_F : R_SUM_I; break;
+    case SF_OP_prod: k = fl ? R_PROD_F : R_PROD_I; break;
+    case SF_OP_mean: k = R_MEAN; SF_ASSERT(fl); break;
+    case SF_OP_max: k = fl ? R_MAX_F : R_MAX_I; break;
+    case SF_OP_min: k = fl ? R_MIN_F : R_MIN_I; break;
+    case SF_OP_argmax: k = fl ? R_ARGMAX_F : R_ARGMAX_I; break;
+    case SF_OP_argmin: k = fl ? R_ARGMIN_F : R_ARGMIN_I; break;
+    default: SF_ASSERT(!"not a reduction"); return SCANFUSE_ERROR_UNSUPPORTED;
+    }
+
+    /* Split the dims: kept ones (walked with the contiguous output) and reduced ones. */
+    int64_t kshape[SF_MAX_DIMS], kin[SF_MAX_DIMS], kout[SF_MAX_DIMS];
+    int64_t rshape[SF_MAX_DIMS], rin[SF_MAX_DIMS];
+    int nk = 0, nr = 0;
+    int64_t rcount = 1, kmin = INT64_MAX, rmin = INT64_MAX;
+    for (int e = 0; e < nd; e++) {
+        if (reduced[e]) {
+            rshape[nr] = in->shape[e];
+            rin[nr] = in->strides[e];
+            rcount *= in->shape[e];
+            if (in->shape[e] > 1 && in->strides[e] < rmin) rmin = in->strides[e];
+            nr++;
+        } else {
+            kshape[nk] = in->shape[e];
+            kin[nk] = in->strides[e];
+            if (in->shape[e] > 1 && in->strides[e] < kmin) kmin = in->strides[e];
+            nk++;
+        }
+    }
+    int64_t stride = 1;
+    for (int i = nk - 1; i >= 0; i--) {
+        kout[i] = stride;
+        stride *= kshape[i] > 0 ? kshape[i] : 1;
+    }
+    if (sf_numel(nk, kshape) == 0) return SCANFUSE_OK;
+
+    red_work *w = sf_malloc(sizeof *w);
+    if (!w) {
+        sf_msg(msg, msglen, "%s: out of memory", sf_op_table[node->op].name);
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    const int64_t *ksp[2] = {kin, kout};
+    const int64_t *rsp[1] = {rin};
+    sf_cpu_iter kit, rit;
+    int64_t koffs[2], roffs[1], m, K;
+    double count = (double)rcount;
+
+    if (kmin < rmin) {
+        /* Column mode: neighbouring outputs advance together, one position per tile. */
+        sf_cpu_iter_init(&kit, nk, kshape, 2, ksp);
+        while ((m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0) {
+            int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
+            red_init(w, k, m);
+            sf_cpu_iter_init(&rit, nr, rshape, 1, rsp);
+            int64_t r = 0;
+            while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
+                int64_t rs = sf_cpu_iter_stride(&rit, 0);
+                for (int64_t t = 0; t < K; t++, r++) {
+                    int64_t off = koffs[0] + roffs[0] + t * rs;
+                    if (red_float_input(k))
+                        sf_cpu_gather_f64(in->data, in->dtype, off, s_in, m, cv, w->xf);
+                    else
+                        sf_cpu_gather_i64(in->data, in->dtype, off, s_in, m, cv, w->xi);
+                    red_tile(w, k, 1, m, r);
+                }
+            }
+            red_finish(w, k, out->dtype, count, out, koffs[1], s_out, m);
+        }
+    } else {
+        /* Row mode: one output at a time, runs of its reduced elements per tile. */
+        sf_cpu_iter_init(&kit, nk, kshape, 2, ksp);
+        while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
+            red_init(w, k, 1);
+            sf_cpu_iter_init(&rit, nr, rshape, 1, rsp);
+            int64_t r = 0;
+            while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
+                int64_t rs = sf_cpu_iter_stride(&rit, 0), off = koffs[0] + roffs[0];
+                if (red_float_input(k))
+                    sf_cpu_gather_f64(in->data, in->dtype, off, rs, K, cv, w->xf);
+                else
+                    sf_cpu_gather_i64(in->data, in->dtype, off, rs, K, cv, w->xi);
+                red_tile(w, k, K, 1, r);
+                r += K;
+            }
+            red_finish(w, k, out->dtype, count, out, koffs[1], 1, 1);
+        }
+    }
+    free(w);
+    return SCANFUSE_OK;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* matmul                                                                           */
+/* ------------------------------------------------------------------------------ */
+
+/* A contiguous float64 or int64 copy of a view (NULL when out of memory). */
+static void *wide_copy(const sf_view *v, scanfuse_dtype wide) {
+    int64_t n = sf_numel(v->ndim, v->shape), bytes;
+    if (sf_mul_overflow(n, 8, &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX) return NULL;
+    void *p = sf_malloc((size_t)bytes);
+    if (!p) return NULL;
+    sf_view dst;
+    sf_view_contiguous(&dst, p, wide, v->ndim, v->shape);
+    sf_cpu_copy(&dst, v);
+    return p;
+}
+
+scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_view *b,
+                              const sf_view *out, char *msg, size_t msglen) {
+    (void)node;
+    int na = a->ndim, nb = b->ndim;
+    SF_ASSERT(na >= 1 && nb >= 1);
+    int64_t n = na >= 2 ? a->shape[na - 2] : 1, kk = a->shape[na - 1];
+    int64_t kb = nb >= 2 ? b->shape[nb - 2] : b->shape[0], m = nb >= 2 ? b->shape[nb - 1] : 1;
+    /* Batch dims, broadcast; per batch index the matrix offsets of a and b (in
+     * matrices of the contiguous copies, 0 along a broadcast dim). */
+    int abat = na > 2 ? na - 2 : 0, bbat = nb > 2 ? nb - 2 : 0;
+    int nbat = abat > bbat ? abat : bbat;
+    int64_t bshape[SF_MAX_DIMS], astr[SF_MAX_DIMS], bstr[SF_MAX_DIMS];
+    int64_t as = 1, bs = 1;
+    for (int i = nbat - 1; i >= 0; i--) {
+        int ia = i - (nbat - abat), ib = i - (nbat - bbat);
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        bshape[i] = sa > sb ? sa : sb;
+        if (sa == 0 || sb == 0) bshape[i] = 0;
+        astr[i] = sa == 1 ? 0 : as;
+        bstr[i] = sb == 1 ? 0 : bs;
+        as *= sa > 0 ? sa : 1;
+        bs *= sb > 0 ? sb : 1;
+    }
+    int64_t nbatches = sf_numel(nbat, bshape);
+    if (kk != kb || nbatches * n * m != sf_numel(out->ndim, out->shape)) {
+        sf_msg(msg, msglen, "matmul: operand shapes do not match the result");
+        return SCANFUSE_ERROR_SHAPE;
+    }
+    if (nbatches * n * m == 0) return SCANFUSE_OK;
+
+    bool fl = sf_dtype_is_float(out->dtype);
+    scanfuse_dtype wide = fl ? SCANFUSE_FLOAT64 : SCANFUSE_INT64;
+    void *ab = wide_copy(a, wide), *bb = wide_copy(b, wide);
+    void *acc = sf_malloc((size_t)m * 8);
+    if (!ab || !bb || !acc) {
+        free(ab);
+        free(bb);
+        free(acc);
+        sf_msg(msg, msglen, "matmul: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    int64_t bidx[SF_MAX_DIMS] = {0}, aoff = 0, boff = 0;
+    for (int64_t batch = 0; batch < nbatches; batch++) {
+        for (int64_t i = 0; i < n; i++) {
+            /* i-k-j: each output accumulates its products in ascending k */
+            if (fl) {
+                const double *A = (const double *)ab + (aoff * n + i) * kk;
+                const double *Bm = (const double *)bb + boff * kk * m;
+                double *c = acc;
+                for (int64_t j = 0; j < m; j++) c[j] = 0.0;
+                for (int64_t p = 0; p < kk; p++) {
+                    double aip = A[p];
+                    const double *brow = Bm + p * m;
+                    for (int64_t j = 0; j < m; j++) c[j] += aip * brow[j];
+                }
+                sf_cpu_store_f64(out->data, out->dtype, (batch * n + i) * m, 1, m, c);
+            } else {
+                const int64_t *A = (const int64_t *)ab + (aoff * n + i) * kk;
+                const int64_t *Bm = (const int64_t *)bb + boff * kk * m;
+                uint64_t *c = acc;
+                for (int64_t j = 0; j < m; j++) c[j] = 0;
+                for (int64_t p = 0; p < kk; p++) {
+                    uint64_t aip = (uint64_t)A[p];
+                    const int64_t *brow = Bm + p * m;
+                    for (int64_t j = 0; j < m; j++) c[j] += aip * (uint64_t)brow[j];
+                }
+                int64_t *ci = acc;
+                for (int64_t j = 0; j < m; j++) ci[j] = sf_cpu_wrap_u64(c[j]);
+                sf_cpu_store_i64(out->data, out->dtype, (batch * n + i) * m, 1, m, ci);
+            }
+        }
+        /* advance the batch odometer */
+        for (int d = nbat - 1; d >= 0; d--) {
+            aoff += astr[d];
+            boff += bstr[d];
+            if (++bidx[d] < bshape[d]) break;
+            aoff -= astr[d] * bshape[d];
+            boff -= bstr[d] * bshape[d];
+            bidx[d] = 0;
+        }
+    }
+    free(ab);
+    free(bb);
+    free(acc);
+    return SCANFUSE_OK;
+}

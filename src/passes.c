@@ -12,7 +12,8 @@
  * text form to stderr after that pass; a name that is no pass here is ignored (later
  * stages of the compiler may own it).
  *
- * Every rewriting pass follows one pattern: it builds a *new* fusion through the
+ * Every rewriting pass follows one pattern (and skips it when it has nothing to do, so
+ * value ids, and the "v<id>" names printed for unnamed values, stay as they were): it builds a *new* fusion through the
  * builder (scanfuse_input, sf_emit, scanfuse_output), so the result satisfies the IR
  * invariants by construction, then replaces *f and frees the old one.  On failure *f
  * is left as it was and the message says which pass failed.
@@ -138,6 +139,7 @@ scanfuse_status sf_pass_dce(scanfuse_fusion **pf, char *msg, size_t msglen) {
     int32_t *map = sf_malloc(nv * sizeof *map);
     scanfuse_fusion *nf = scanfuse_fusion_new();
     scanfuse_status st = SCANFUSE_OK;
+    bool rebuilt = false, all_kept = true;
     if (!live || !keep || !map || !nf) {
         sf_msg(msg, msglen, "dce: out of memory");
         st = SCANFUSE_ERROR_MEMORY;
@@ -155,6 +157,8 @@ scanfuse_status sf_pass_dce(scanfuse_fusion **pf, char *msg, size_t msglen) {
         if (!keep[i]) continue;
         for (int k = 0; k < n->nin; k++) live[n->in[k]] = 1;
     }
+    for (int i = 0; i < f->nnodes && all_kept; i++) all_kept = keep[i];
+    if (all_kept) goto done; /* nothing to remove: keep the fusion (and its value ids) */
 
     /* Rebuild: inputs in order, kept nodes in order, names, outputs. */
     for (int i = 0; i < f->ninputs && st == SCANFUSE_OK; i++) {
@@ -193,11 +197,12 @@ scanfuse_status sf_pass_dce(scanfuse_fusion **pf, char *msg, size_t msglen) {
         if (scanfuse_output(nf, map[f->outputs[i]], f->output_names[i]) != SCANFUSE_OK)
             st = rebuild_error(nf, "output", msg, msglen);
     }
+    rebuilt = st == SCANFUSE_OK;
 done:
     free(keep);
     free(live);
     free(map);
-    if (st != SCANFUSE_OK) {
+    if (!rebuilt) {
         scanfuse_fusion_free(nf);
         return st;
     }

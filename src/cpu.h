@@ -1,0 +1,281 @@
+/*
+ * cpu.h — internal contracts of the CPU backend, shared by cpu_backend.c (the vtable,
+ * value buffers and the node loop), cpu_pointwise.c (element movement, conversions,
+ * pointwise, creation and copying shape ops), cpu_scan.c and cpu_reduce.c.
+ *
+ * The building blocks every kernel uses:
+ *  - an N-d iterator (sf_cpu_iter) that walks a shape in row-major order for up to
+ *    SF_CPU_MAX_OPS strided operands at once and yields runs along the innermost
+ *    (coalesced) dim, so that index arithmetic stays out of the inner loops;
+ *  - block conversions (gather/store) between a strided buffer of any dtype and a
+ *    contiguous block of doubles or int64s; each has its dtype switch outside the
+ *    element loop;
+ *  - the double-double helpers of the accurate float sums.
+ *
+ * Invariants:
+ *  - strides are in elements and may be 0 (broadcast); offsets are element offsets
+ *    from the view's data pointer; loads and stores go through memcpy, so no
+ *    alignment is assumed;
+ *  - a float block holds values exactly representable in its "conversion dtype"
+ *    (operands are converted to the op's common dtype as by a cast), an int block holds
+ *    values in the range of its conversion dtype;
+ *  - kernels write only their own output buffers (contiguous, allocated by
+ *    cpu_backend.c), never a caller's tensor; the backend copies outputs at the end.
+ */
+#ifndef SF_CPU_H
+#define SF_CPU_H
+
+#include "sf.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Elements per block: the scratch blocks of one kernel stay in L1. */
+#define SF_CPU_BLOCK 512
+/* Operands of one iterator: an output and up to three inputs. */
+#define SF_CPU_MAX_OPS (SF_MAX_IN + 1)
+
+/* ------------------------------------------------------------------------------ */
+/* Bit-level conversions (inline: they sit inside the per-dtype element loops)      */
+/* ------------------------------------------------------------------------------ */
+
+static inline uint64_t sf_cpu_bits(double v) {
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b;
+}
+
+static inline double sf_cpu_from_bits(uint64_t b) {
+    double v;
+    memcpy(&v, &b, 8);
+    return v;
+}
+
+/* float16 bits -> double (exact). */
+static inline double sf_cpu_f16_to_f64(uint16_t h) {
+    uint64_t sign = (uint64_t)(h >> 15) << 63;
+    unsigned e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0) {
+        double v = (double)m * 0x1p-24; /* subnormal (or zero): m * 2^-24 exactly */
+        return (h >> 15) ? -v : v;
+    }
+    if (e == 31) return sf_cpu_from_bits(sign | 0x7FF0000000000000ull | ((uint64_t)m << 42));
+    return sf_cpu_from_bits(sign | ((uint64_t)(e + 1008) << 52) | ((uint64_t)m << 42));
+}
+
+/* bfloat16 bits -> double (exact). */
+static inline double sf_cpu_bf16_to_f64(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Rounds the significand of a finite double (biased exponent field e, fraction m) to
+ * a format with `fbits` fraction bits: returns the rounded fraction plus carry (round
+ * to nearest even).  Shared by the float16 and bfloat16 encoders. */
+static inline uint64_t sf_cpu_round_shift(uint64_t sig, int shift) {
+    uint64_t q = sig >> shift, rem = sig & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return q;
+}
+
+/* double -> float16 bits, round to nearest even directly from double (no double
+ * rounding); the same bits as sf_f64_to_f16 in dtype.c, without its libm calls. */
+static inline uint16_t sf_cpu_f64_to_f16(double v) {
+    uint64_t b = sf_cpu_bits(v);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    int e = (int)((b >> 52) & 0x7FF);
+    uint64_t m = b & 0xFFFFFFFFFFFFFull;
+    if (e == 0x7FF) return (uint16_t)(sign | (m ? 0x7E00u : 0x7C00u));
+    int ue = e - 1023;
+    if (ue > 15) return (uint16_t)(sign | 0x7C00u);
+    if (ue >= -14) /* normal: a carry out of the fraction bumps the exponent (to inf) */
+        return (uint16_t)(sign | ((((uint64_t)(ue + 15) << 10) | (m >> 42)) +
+                                  (sf_cpu_round_shift(m, 42) - (m >> 42))));
+    if (e == 0) return sign;             /* double subnormals are far below float16's */
+    int shift = 28 - ue;                 /* subnormal: value / 2^-24 = sig >> shift */
+    if (shift > 63) return sign;
+    return (uint16_t)(sign | sf_cpu_round_shift(m | (1ull << 52), shift));
+}
+
+/* double -> bfloat16 bits, round to nearest even directly from double. */
+static inline uint16_t sf_cpu_f64_to_bf16(double v) {
+    uint64_t b = sf_cpu_bits(v);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    int e = (int)((b >> 52) & 0x7FF);
+    uint64_t m = b & 0xFFFFFFFFFFFFFull;
+    if (e == 0x7FF) return (uint16_t)(sign | (m ? 0x7FC0u : 0x7F80u));
+    int ue = e - 1023;
+    if (ue > 127) return (uint16_t)(sign | 0x7F80u);
+    if (ue >= -126)
+        return (uint16_t)(sign | ((((uint64_t)(ue + 127) << 7) | (m >> 45)) +
+                                  (sf_cpu_round_shift(m, 45) - (m >> 45))));
+    if (e == 0) return sign;
+    int shift = -81 - ue; /* subnormal: value / 2^-133 = sig >> shift */
+    if (shift > 63) return sign;
+    return (uint16_t)(sign | sf_cpu_round_shift(m | (1ull << 52), shift));
+}
+
+/* PyTorch's x86 float -> int64 cast (cvttsd2si): NaN and out of range give INT64_MIN. */
+static inline int64_t sf_cpu_f64_to_i64(double v) {
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* The 32-bit cast narrower integer types go through (then wrapped). */
+static inline int32_t sf_cpu_f64_to_i32(double v) {
+    if (!(v > -2147483649.0 && v < 2147483648.0)) return INT32_MIN;
+    return (int32_t)v;
+}
+
+/* Wrapping int64 arithmetic: two's complement through uint64, no undefined behaviour. */
+static inline int64_t sf_cpu_wrap_u64(uint64_t u) {
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - (uint64_t)INT64_MAX - 1u) + INT64_MIN;
+}
+static inline int64_t sf_cpu_add_i64(int64_t a, int64_t b) {
+    return sf_cpu_wrap_u64((uint64_t)a + (uint64_t)b);
+}
+static inline int64_t sf_cpu_sub_i64(int64_t a, int64_t b) {
+    return sf_cpu_wrap_u64((uint64_t)a - (uint64_t)b);
+}
+static inline int64_t sf_cpu_mul_i64(int64_t a, int64_t b) {
+    return sf_cpu_wrap_u64((uint64_t)a * (uint64_t)b);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Double-double accumulation (float cumsum, sum, mean)                             */
+/* ------------------------------------------------------------------------------ */
+
+/* (hi, lo) += x, keeping hi = fl(hi + lo).  Once hi is not finite the compensation is
+ * dropped, so an infinity stays an infinity (inf - inf inside TwoSum would otherwise
+ * turn it into NaN) and a NaN stays NaN, exactly as plain IEEE addition. */
+static inline void sf_cpu_dd_add(double *hi, double *lo, double x) {
+    double a = *hi, s = a + x;
+    if (!isfinite(s)) {
+        *hi = s;
+        *lo = 0.0;
+        return;
+    }
+    double bp = s - a;
+    double e = (a - (s - bp)) + (x - bp) + *lo;
+    double h = s + e;
+    if (!isfinite(h)) {
+        *hi = h;
+        *lo = 0.0;
+        return;
+    }
+    *lo = e - (h - s);
+    *hi = h;
+}
+
+/* The value hi + lo (normalized) as a double that rounds correctly to any narrower
+ * format: round-to-odd to 53 bits, so that a later round-to-nearest to float32,
+ * bfloat16 or float16 (all with <= 51 bits) is the exact value rounded once. */
+static inline double sf_cpu_dd_to_odd(double hi, double lo) {
+    if (lo == 0.0 || !isfinite(hi) || hi == 0.0) return hi;
+    uint64_t b = sf_cpu_bits(hi);
+    if (b & 1u) return hi;
+    if ((lo > 0) == (hi > 0)) b++; /* one step away from zero */
+    else b--;                      /* one step toward zero */
+    return sf_cpu_from_bits(b);
+}
+
+/* The double to store for an exact sum hi + lo with result dtype dt: the nearest
+ * double for float64, the round-to-odd double for narrower floats (the store then
+ * rounds once).  For integer dtypes hi (unused by the integer paths). */
+static inline double sf_cpu_dd_result(double hi, double lo, scanfuse_dtype dt) {
+    return dt == SCANFUSE_FLOAT64 ? hi : sf_cpu_dd_to_odd(hi, lo);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* The N-d iterator                                                                 */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct sf_cpu_iter {
+    int ndim; /* >= 1 after init: size-1 dims dropped, compatible dims merged */
+    int nop;
+    int64_t shape[SF_MAX_DIMS];
+    int64_t stride[SF_CPU_MAX_OPS][SF_MAX_DIMS];
+    int64_t idx[SF_MAX_DIMS];
+    int64_t base[SF_CPU_MAX_OPS]; /* element offset of the current innermost row */
+    int64_t inner;                /* position along the innermost dim */
+    bool done;
+} sf_cpu_iter;
+
+/* Starts a walk over `shape` (row-major) for nop operands whose element strides are
+ * strides[op][0..ndim).  An empty shape yields nothing; a 0-d shape one element. */
+void sf_cpu_iter_init(sf_cpu_iter *it, int ndim, const int64_t *shape, int nop,
+                      const int64_t *const *strides);
+/* The next run of up to maxn (>= 1) elements along the innermost dim: writes each
+ * operand's element offset of the run's first element to offs[op] and returns the
+ * run length (0 when done).  Within a run operand op advances by inner_stride(op). */
+int64_t sf_cpu_iter_next(sf_cpu_iter *it, int64_t maxn, int64_t *offs);
+static inline int64_t sf_cpu_iter_stride(const sf_cpu_iter *it, int op) {
+    return it->stride[op][it->ndim - 1];
+}
+
+/* Strides of `in` broadcast to (ndim, shape) (PyTorch rules, right-aligned; 0 where
+ * the input has size 1 or lacks the dim). */
+void sf_cpu_broadcast_strides(const sf_view *in, int ndim, const int64_t *shape,
+                              int64_t *strides);
+
+/* true when the view is row-major contiguous (size-1 dims ignored). */
+bool sf_cpu_view_is_contiguous(const sf_view *v);
+
+/* ------------------------------------------------------------------------------ */
+/* Block conversions                                                                */
+/* ------------------------------------------------------------------------------ */
+
+/* Loads n elements of dtype dt at element offsets off, off+stride, ... (stride may be
+ * negative or 0) as doubles, then converts them to `conv` as a cast would (a float
+ * conv rounds; an integer conv is ignored: values are loaded exactly as doubles). */
+void sf_cpu_gather_f64(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride,
+                       int64_t n, scanfuse_dtype conv, double *out);
+/* Loads n elements as int64 converted to the integer or bool dtype `conv` as a cast
+ * would (floats truncate PyTorch's way, integers wrap, bool is != 0). */
+void sf_cpu_gather_i64(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride,
+                       int64_t n, scanfuse_dtype conv, int64_t *out);
+/* Stores n doubles into dtype dt (floats round to nearest even, integers cast as
+ * PyTorch casts a float). */
+void sf_cpu_store_f64(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                      const double *x);
+/* Stores n int64s into dtype dt (integers wrap, bool is != 0, floats round). */
+void sf_cpu_store_i64(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                      const int64_t *x);
+/* Fills n doubles/int64s with the literal converted to `conv` as a cast would. */
+void sf_cpu_fill_literal_f64(const sf_num *lit, scanfuse_dtype conv, double *out, int64_t n);
+void sf_cpu_fill_literal_i64(const sf_num *lit, scanfuse_dtype conv, int64_t *out, int64_t n);
+
+/* Element-wise copy between views of the same shape, converting the dtype as a cast
+ * would.  Same dtypes copy bytes (memcpy for contiguous runs). */
+void sf_cpu_copy(const sf_view *dst, const sf_view *src);
+
+/* ------------------------------------------------------------------------------ */
+/* Kernels.  `out` views are contiguous buffers of the node's result dtype and shape. */
+/* ------------------------------------------------------------------------------ */
+
+/* A pointwise op (not cast).  cdt is the common dtype the operands are converted to;
+ * lit[i] non-NULL means input i is a weak scalar literal, converted straight to cdt. */
+scanfuse_status sf_cpu_pointwise(const sf_node *node, scanfuse_dtype cdt, const sf_view *in,
+                                 const sf_num *const *lit, const sf_view *out, char *msg,
+                                 size_t msglen);
+/* scalar, arange, iota (full is a broadcast view made by the backend). */
+void sf_cpu_create(const sf_node *node, const sf_view *out);
+/* Stores a literal as one element of dtype dt at base. */
+void sf_cpu_store_literal(void *base, scanfuse_dtype dt, const sf_num *lit);
+void sf_cpu_pad(const sf_node *node, const sf_view *in, const sf_view *out);
+void sf_cpu_tri(const sf_node *node, const sf_view *in, const sf_view *out);
+
+/* cumsum, cumprod, cummax, cummin (out1: int64 indices), logcumsumexp. */
+scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
+                            const sf_view *out1, char *msg, size_t msglen);
+
+/* sum, prod, max, min, mean, argmax, argmin. */
+scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out,
+                              char *msg, size_t msglen);
+/* matmul (allocates contiguous float64/int64 copies of both operands). */
+scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_view *b,
+                              const sf_view *out, char *msg, size_t msglen);
+
+#endif /* SF_CPU_H */

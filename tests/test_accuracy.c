@@ -1,0 +1,572 @@
+/*
+ * test_accuracy.c — the accuracy target of DESIGN.md §1 for cumsum and sum on the CPU,
+ * measured against the EXACT result computed here, plus determinism.
+ *
+ * Exact sums: every input value (float16, bfloat16, float32, float64) used here is a
+ * multiple of 2^-160 and below 2^72, so a fixed-point accumulator of nine signed 64-bit
+ * limbs holding 32-bit digits (value = sum limb[k] * 2^(32k - 160)) adds them without
+ * any rounding; carries are deferred (2^20 additions of 32-bit digits cannot overflow a
+ * limb) and resolved only when a prefix is read out.  The readout to double is within
+ * 2^-52 relative of the exact value, far below the tolerances checked:
+ *   float16, bfloat16, float32 outputs: |cpu - exact| <= 1 ulp of the output dtype at the
+ *     exact value, or <= 2^-40 * sum |x| over the same prefix (cancellation);
+ *   float64 outputs: |cpu - exact| <= 2^-40 * sum |x|.
+ * Inputs: positive, mixed-sign, wide-magnitude (exponents spanning +-30, float16: its
+ * whole range), and cancellation-heavy (large values followed by their negatives plus
+ * small noise), lengths 1 .. 2^20, 1-D and 2-D along either dim, inclusive, exclusive and
+ * reverse, and dtype= promotions (float16 -> float32, float32 -> float64).
+ * Integers: cumsum and sum bit-exact including int32/int16/uint8 result wrap-around and
+ * int64 wrap (expected values computed with unsigned arithmetic here).
+ * Determinism: the same input run 3 times gives identical bytes, and
+ * scanfuse_options.threads 1, 2, 3, 7 give the same bytes as the default.
+ */
+#include "harness.h"
+#include "sf.h"
+#include "sweep_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------------------------- */
+/* Exact fixed-point accumulator                                                      */
+/* ---------------------------------------------------------------------------------- */
+
+#define XL 9        /* limbs */
+#define XLSB (-160) /* exponent of the least significant bit */
+
+typedef struct xacc {
+    int64_t l[XL];
+} xacc;
+
+/* Adds (sign) * m * 2^e exactly; returns false if it does not fit the window. */
+static bool xacc_add(xacc *a, double x) {
+    if (x == 0.0) return true;
+    if (!isfinite(x)) return false;
+    int e;
+    double fr = frexp(fabs(x), &e); /* x = fr * 2^e, fr in [0.5, 1) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);
+    e -= 53;
+    while (m && !(m & 1)) {
+        m >>= 1;
+        e++;
+    }
+    int p = e - XLSB, bits = 0;
+    for (uint64_t t = m; t; t >>= 1) bits++;
+    if (p < 0 || p + bits > 32 * (XL - 1) - 24) return false; /* < 2^72: room for 2^20 terms */
+    int k = p / 32, s = p % 32;
+    uint64_t m0 = m & 0xFFFFFFFFu, m1 = m >> 32;
+    uint64_t t0 = m0 << s, t1 = m1 << s;
+    int64_t d0 = (int64_t)(t0 & 0xFFFFFFFFu), d1 = (int64_t)(t0 >> 32) + (int64_t)(t1 & 0xFFFFFFFFu),
+            d2 = (int64_t)(t1 >> 32);
+    if (x < 0) {
+        d0 = -d0;
+        d1 = -d1;
+        d2 = -d2;
+    }
+    a->l[k] += d0;
+    a->l[k + 1] += d1;
+    if (k + 2 < XL) a->l[k + 2] += d2;
+    return true;
+}
+
+/* The accumulator's value as a double (within 2^-52 relative). */
+static double xacc_value(const xacc *a) {
+    int64_t l[XL];
+    memcpy(l, a->l, sizeof l);
+    /* carries: every limb but the top in [0, 2^32) */
+    for (int k = 0; k < XL - 1; k++) {
+        int64_t c = l[k] >= 0 ? l[k] / 4294967296LL : -((-l[k] + 4294967295LL) / 4294967296LL);
+        l[k] -= c * 4294967296LL;
+        l[k + 1] += c;
+    }
+    bool neg = l[XL - 1] < 0;
+    if (neg) {
+        /* negate the two's-complement-like number and normalize again */
+        for (int k = 0; k < XL; k++) l[k] = -l[k];
+        for (int k = 0; k < XL - 1; k++) {
+            int64_t c = l[k] >= 0 ? l[k] / 4294967296LL : -((-l[k] + 4294967295LL) / 4294967296LL);
+            l[k] -= c * 4294967296LL;
+            l[k + 1] += c;
+        }
+    }
+    int top = XL - 1;
+    while (top > 0 && l[top] == 0) top--;
+    double v = 0;
+    for (int k = top; k >= 0 && k >= top - 3; k--) v += ldexp((double)l[k], 32 * k + XLSB);
+    return neg ? -v : v;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Running a one-op program on the CPU                                                */
+/* ---------------------------------------------------------------------------------- */
+
+/* Builds TEXT, compiles it for the CPU with `threads`, runs it on contiguous tensors.
+ * Returns the status; the message goes to stderr on failure. */
+static scanfuse_status run_text(const char *text, int threads, tbuf *in, tbuf *out) {
+    scanfuse_fusion *f = scanfuse_parse(text, "accuracy");
+    scanfuse_status st = f ? scanfuse_fusion_status(f) : SCANFUSE_ERROR_MEMORY;
+    if (st != SCANFUSE_OK) {
+        fprintf(stderr, "  build failed: %s\n", f ? scanfuse_fusion_error(f) : "NULL");
+        scanfuse_fusion_free(f);
+        return st;
+    }
+    scanfuse_options opt;
+    scanfuse_options_init(&opt);
+    opt.threads = threads;
+    scanfuse_program *p = scanfuse_compile(f, &opt);
+    st = p ? scanfuse_program_status(p) : SCANFUSE_ERROR_MEMORY;
+    if (st == SCANFUSE_OK) st = scanfuse_run(p, &in->dl, 1, &out->dl, 1);
+    if (st != SCANFUSE_OK) fprintf(stderr, "  compile/run failed: %s\n", p ? scanfuse_program_error(p) : "NULL");
+    scanfuse_program_free(p);
+    scanfuse_fusion_free(f);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Inputs                                                                             */
+/* ---------------------------------------------------------------------------------- */
+
+enum { D_POSITIVE, D_MIXED, D_WIDE, D_CANCEL, D_COUNT };
+static const char *const dist_names[D_COUNT] = {"positive", "mixed-sign", "wide-magnitude", "cancellation"};
+
+/* The scale that keeps sums of n values of magnitude <= 1 finite in the dtype. */
+static double dtype_scale(scanfuse_dtype dt, int64_t n) {
+    if (dt != SCANFUSE_FLOAT16) return 1.0;
+    double s = 1.0;
+    while (s * (double)n > 30000.0) s /= 2;
+    return s;
+}
+
+/* One value of a distribution (D_CANCEL's negatives are made by the caller). */
+static double gen_value(sf_test_rng *r, int dist, scanfuse_dtype dt, double scale, int64_t j) {
+    double u = sf_test_rng_uniform(r);
+    switch (dist) {
+    case D_POSITIVE: return scale * u;
+    case D_MIXED: return scale * (2 * u - 1);
+    case D_WIDE: {
+        int lo = -30, hi = 30;
+        if (dt == SCANFUSE_FLOAT16) {
+            lo = -24;
+            hi = (int)floor(log2(scale));
+        }
+        int e = (int)sf_test_rng_int(r, lo, hi);
+        double m = 1.0 + sf_test_rng_uniform(r);
+        return (sf_test_rng_next(r) & 1 ? -1 : 1) * ldexp(m, e) * (dt == SCANFUSE_FLOAT16 ? 0.5 : 1.0);
+    }
+    default: /* cancellation: big values, then their negatives, with small noise */
+        if (j % 4 == 2) return scale * 1e-3 * (2 * u - 1);
+        return scale * (sf_test_rng_next(r) & 1 ? -1 : 1) * (0.5 + u / 2);
+    }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Float cumsum / sum accuracy                                                        */
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct acc_case {
+    scanfuse_dtype in_dt, out_dt;
+    int ndim;
+    int64_t shape[2];
+    int dim;
+    bool excl, rev;
+    bool is_sum; /* sum(x, dim) instead of cumsum */
+    int dist;
+} acc_case;
+
+static int case_no;
+
+static void index_of(char *buf, size_t len, int ndim, const int64_t *shape, int64_t j) {
+    int64_t idx[2] = {0, 0};
+    for (int d = ndim - 1; d >= 0; d--) {
+        idx[d] = j % shape[d];
+        j /= shape[d];
+    }
+    sw_shape_str(buf, len, ndim, idx);
+}
+
+static void run_accuracy(const acc_case *c) {
+    case_no++;
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0xACC0ull + (uint64_t)case_no * 7919u);
+    char sh[64], text[512], desc[700];
+    sw_shape_str(sh, sizeof sh, c->ndim, c->shape);
+    size_t n = 0;
+    sw_app(text, sizeof text, &n, "input x: %s%s\ny = %s(x, dim=%d", scanfuse_dtype_name(c->in_dt), sh,
+           c->is_sum ? "sum" : "cumsum", c->dim);
+    if (c->out_dt != c->in_dt) sw_app(text, sizeof text, &n, ", dtype=%s", scanfuse_dtype_name(c->out_dt));
+    if (c->excl) sw_app(text, sizeof text, &n, ", exclusive=true");
+    if (c->rev) sw_app(text, sizeof text, &n, ", reverse=true");
+    sw_app(text, sizeof text, &n, ")\noutput y\n");
+    char one[512];
+    sw_oneline(text, one, sizeof one);
+    snprintf(desc, sizeof desc, "accuracy #%d (%s inputs) {%s}", case_no, dist_names[c->dist], one);
+
+    tbuf in, out;
+    int64_t outshape[2];
+    int outnd = c->ndim;
+    memcpy(outshape, c->shape, sizeof outshape);
+    if (c->is_sum) {
+        outnd = c->ndim - 1;
+        if (c->ndim == 2 && c->dim == 0) outshape[0] = c->shape[1];
+    }
+    if (!tb_init(&in, c->in_dt, c->ndim, c->shape, L_CONTIG) ||
+        !tb_init(&out, c->out_dt, outnd, outshape, L_CONTIG)) {
+        CHECKF(0, "%s: out of memory", desc);
+        tb_free(&in);
+        return;
+    }
+    int64_t N = in.numel;
+    double *x = malloc(sizeof(double) * (size_t)(N ? N : 1));
+    double *ex = malloc(sizeof(double) * (size_t)(N ? N : 1));  /* exact prefix values */
+    double *mag = malloc(sizeof(double) * (size_t)(N ? N : 1)); /* prefix sums of |x| */
+    if (!x || !ex || !mag) {
+        CHECKF(0, "%s: out of memory", desc);
+        goto done;
+    }
+    double scale = dtype_scale(c->out_dt == SCANFUSE_FLOAT16 || c->in_dt == SCANFUSE_FLOAT16 ? SCANFUSE_FLOAT16 : c->in_dt,
+                               c->shape[c->dim]);
+    /* the logical values, after conversion to the output dtype (the op converts first) */
+    int64_t outer = 1, len = c->shape[c->dim], inner = 1;
+    for (int d = 0; d < c->dim; d++) outer *= c->shape[d];
+    for (int d = c->dim + 1; d < c->ndim; d++) inner *= c->shape[d];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            /* generate along the line so the cancellation pattern follows the scan */
+            double line_prev[4] = {0, 0, 0, 0};
+            for (int64_t s = 0; s < len; s++) {
+                int64_t pos = (o * len + s) * inner + k;
+                double v;
+                if (c->dist == D_CANCEL && s % 4 == 3) v = -line_prev[0];
+                else v = gen_value(&rng, c->dist, c->in_dt, scale, s);
+                sf_store_f64(in.base, pos, c->in_dt, v);
+                x[pos] = sf_round_to(sf_load_f64(in.base, pos, c->in_dt), c->out_dt);
+                if (s % 4 == 0) line_prev[0] = sf_load_f64(in.base, pos, c->in_dt);
+            }
+        }
+    /* exact prefix sums */
+    bool fits = true;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            xacc a;
+            memset(&a, 0, sizeof a);
+            double m = 0;
+            for (int64_t s = 0; s < len; s++) {
+                int64_t idx = c->rev ? len - 1 - s : s;
+                int64_t pos = (o * len + idx) * inner + k;
+                if (c->excl) {
+                    ex[pos] = xacc_value(&a);
+                    mag[pos] = m;
+                }
+                fits = xacc_add(&a, x[pos]) && fits;
+                m += fabs(x[pos]);
+                if (!c->excl) {
+                    ex[pos] = c->is_sum && s + 1 < len ? 0 : xacc_value(&a);
+                    mag[pos] = m;
+                }
+            }
+        }
+    CHECKF(fits, "%s: test bug: an input does not fit the exact accumulator", desc);
+
+    scanfuse_status st = run_text(text, 0, &in, &out);
+    if (st != SCANFUSE_OK) {
+        CHECKF(0, "%s: run failed: %s", desc, scanfuse_status_string(st));
+        goto done;
+    }
+    /* compare */
+    double worst_ulp = 0, worst_rel = 0;
+    long bad = 0, cancel = 0;
+    int64_t nout = out.numel;
+    for (int64_t j = 0; j < nout; j++) {
+        int64_t pos;
+        if (!c->is_sum) {
+            pos = j;
+        } else { /* the last element of line j of the scan order */
+            int64_t o = c->dim == 0 ? 0 : j, k = c->dim == 0 ? j : 0;
+            if (c->ndim == 1) o = k = 0;
+            pos = (o * len + (len - 1)) * inner + k;
+            if (len == 0) pos = -1;
+        }
+        double e = pos >= 0 ? ex[pos] : 0.0, M = pos >= 0 ? mag[pos] : 0.0;
+        double got = sf_load_f64(out.base, j, c->out_dt);
+        double err = fabs(got - e), ulp = sf_ulp(e, c->out_dt);
+        bool ok;
+        if (!isfinite(got) || !isfinite(sf_round_to(e, c->out_dt))) {
+            ok = got == sf_round_to(e, c->out_dt);
+        } else if (c->out_dt == SCANFUSE_FLOAT64) {
+            ok = err <= ldexp(M, -40);
+        } else {
+            ok = err <= ulp;
+            if (!ok && err <= ldexp(M, -40)) {
+                ok = true;
+                cancel++;
+            }
+        }
+        if (isfinite(err) && err / ulp > worst_ulp) worst_ulp = err / ulp;
+        if (M > 0 && isfinite(err) && err / M > worst_rel) worst_rel = err / M;
+        if (!ok) {
+            bad++;
+            if (bad <= 3) {
+                char idx[64];
+                index_of(idx, sizeof idx, outnd, outshape, j);
+                CHECKF(0, "%s: element %s: cpu %.17g, exact %.17g, error %.3g = %.3g ulp, 2^-40*sum|x| = %.3g",
+                       desc, idx, got, e, err, err / ulp, ldexp(M, -40));
+            }
+        }
+    }
+    if (bad > 3) CHECKF(0, "%s: %ld elements out of tolerance in all", desc, bad);
+    if (!bad) CHECK(true);
+    printf("  %-8s -> %-8s %-14s %-12s %-6s%s%s max %.3f ulp, max err/sum|x| = 2^%.1f%s\n",
+           scanfuse_dtype_name(c->in_dt), scanfuse_dtype_name(c->out_dt), dist_names[c->dist], sh,
+           c->is_sum ? "sum" : "cumsum", c->excl ? " excl" : "", c->rev ? " rev" : "", worst_ulp,
+           worst_rel > 0 ? log2(worst_rel) : -INFINITY, cancel ? " (cancellation bound used)" : "");
+done:
+    free(x);
+    free(ex);
+    free(mag);
+    tb_free(&in);
+    tb_free(&out);
+}
+
+static void float_accuracy(void) {
+    static const scanfuse_dtype fdts[] = {SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT64};
+    for (size_t i = 0; i < 4; i++) {
+        scanfuse_dtype dt = fdts[i];
+        for (int dist = 0; dist < D_COUNT; dist++) {
+            acc_case c = {dt, dt, 1, {65537, 0}, 0, false, false, false, dist};
+            run_accuracy(&c);
+            c.shape[0] = 1000;
+            c.excl = true;
+            run_accuracy(&c);
+            c.excl = false;
+            c.rev = true;
+            run_accuracy(&c);
+            c.rev = false;
+            c.is_sum = true;
+            c.shape[0] = 65537;
+            run_accuracy(&c);
+            /* 2-D along either dim: [4096, 64] along dim 0 is DESIGN's motivating case */
+            acc_case d = {dt, dt, 2, {4096, 64}, 0, false, false, false, dist};
+            run_accuracy(&d);
+            d.dim = 1;
+            d.shape[0] = 64;
+            d.shape[1] = 4096;
+            run_accuracy(&d);
+            d.is_sum = true;
+            run_accuracy(&d);
+            d.dim = 0;
+            d.shape[0] = 4096;
+            d.shape[1] = 64;
+            run_accuracy(&d);
+        }
+        /* short lengths */
+        static const int64_t shorts[] = {1, 2, 7, 33};
+        for (size_t s = 0; s < 4; s++) {
+            acc_case c = {dt, dt, 1, {shorts[s], 0}, 0, s % 2 == 1, s >= 2, false, D_WIDE};
+            run_accuracy(&c);
+        }
+        /* 2^20 */
+        acc_case big = {dt, dt, 1, {1 << 20, 0}, 0, false, false, false, dt == SCANFUSE_FLOAT32 ? D_WIDE : D_MIXED};
+        run_accuracy(&big);
+        big.is_sum = true;
+        big.dist = D_POSITIVE;
+        run_accuracy(&big);
+    }
+    /* dtype= promotions */
+    acc_case p1 = {SCANFUSE_FLOAT16, SCANFUSE_FLOAT32, 1, {65537, 0}, 0, false, false, false, D_WIDE};
+    run_accuracy(&p1);
+    acc_case p2 = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, 1, {65537, 0}, 0, false, false, false, D_CANCEL};
+    run_accuracy(&p2);
+    acc_case p3 = {SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32, 2, {4096, 64}, 0, false, false, false, D_POSITIVE};
+    run_accuracy(&p3);
+    acc_case p4 = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT16, 1, {4099, 0}, 0, false, false, false, D_MIXED};
+    run_accuracy(&p4);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Integer cumsum and sum: bit exact, wrapping                                        */
+/* ---------------------------------------------------------------------------------- */
+
+static void int_case(scanfuse_dtype in_dt, scanfuse_dtype out_dt, int64_t n, bool is_sum, bool excl,
+                     int64_t lo, int64_t hi) {
+    case_no++;
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0x1A7ull + (uint64_t)case_no);
+    char text[256], one[256];
+    size_t k = 0;
+    sw_app(text, sizeof text, &k, "input x: %s[%lld]\ny = %s(x, dim=0", scanfuse_dtype_name(in_dt),
+           (long long)n, is_sum ? "sum" : "cumsum");
+    if (out_dt != SCANFUSE_DTYPE_NONE) sw_app(text, sizeof text, &k, ", dtype=%s", scanfuse_dtype_name(out_dt));
+    if (excl) sw_app(text, sizeof text, &k, ", exclusive=true");
+    sw_app(text, sizeof text, &k, ")\noutput y\n");
+    sw_oneline(text, one, sizeof one);
+    scanfuse_dtype rdt = out_dt != SCANFUSE_DTYPE_NONE ? out_dt : SCANFUSE_INT64;
+    int64_t sh[1] = {n};
+    tbuf in, out;
+    if (!tb_init(&in, in_dt, 1, sh, L_CONTIG) || !tb_init(&out, rdt, is_sum ? 0 : 1, sh, L_CONTIG)) {
+        CHECKF(0, "out of memory");
+        tb_free(&in);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        int64_t v = sf_test_rng_int(&rng, lo, hi);
+        if (in_dt != SCANFUSE_UINT8 && in_dt != SCANFUSE_BOOL && (sf_test_rng_next(&rng) & 1)) v = -v;
+        sf_store_i64(in.base, j, in_dt, v);
+    }
+    scanfuse_status st = run_text(text, 0, &in, &out);
+    if (st != SCANFUSE_OK) {
+        CHECKF(0, "{%s}: run failed: %s", one, scanfuse_status_string(st));
+    } else {
+        uint64_t acc = 0;
+        long bad = 0;
+        for (int64_t j = 0; j < n; j++) {
+            /* the input converted to the result dtype first, then summed in int64, wrapped */
+            uint64_t v = (uint64_t)sf_wrap_int(sf_load_i64(in.base, j, in_dt), rdt);
+            uint64_t before = acc;
+            acc += v;
+            if (is_sum) continue;
+            int64_t want = sf_wrap_int((int64_t)(excl ? before : acc), rdt);
+            int64_t got = sf_load_i64(out.base, j, rdt);
+            if (got != want && ++bad <= 3)
+                CHECKF(0, "{%s}: element %lld: cpu %lld, exact %lld", one, (long long)j, (long long)got, (long long)want);
+        }
+        if (is_sum) {
+            int64_t want = sf_wrap_int((int64_t)acc, rdt), got = sf_load_i64(out.base, 0, rdt);
+            CHECKF(got == want, "{%s}: cpu %lld, exact %lld", one, (long long)got, (long long)want);
+        } else {
+            CHECKF(bad == 0, "{%s}: %ld elements differ", one, bad);
+        }
+    }
+    tb_free(&in);
+    tb_free(&out);
+}
+
+static void int_accuracy(void) {
+    /* int32 results wrap like two's complement (PyTorch bit for bit) */
+    int_case(SCANFUSE_INT32, SCANFUSE_INT32, 1 << 20, false, false, INT32_MAX / 4, INT32_MAX);
+    int_case(SCANFUSE_INT32, SCANFUSE_INT32, 100003, false, true, INT32_MAX / 2, INT32_MAX);
+    int_case(SCANFUSE_INT32, SCANFUSE_INT32, 100003, true, false, INT32_MAX / 2, INT32_MAX);
+    /* int32 inputs without dtype: int64 results, no wrap */
+    int_case(SCANFUSE_INT32, SCANFUSE_DTYPE_NONE, 1 << 20, false, false, INT32_MAX / 2, INT32_MAX);
+    int_case(SCANFUSE_INT32, SCANFUSE_DTYPE_NONE, 1 << 20, true, false, INT32_MAX / 2, INT32_MAX);
+    /* int64 wrap */
+    int_case(SCANFUSE_INT64, SCANFUSE_DTYPE_NONE, 100003, false, false, INT64_MAX / 4, INT64_MAX);
+    int_case(SCANFUSE_INT64, SCANFUSE_INT64, 100003, true, false, INT64_MAX / 2, INT64_MAX);
+    /* narrow results */
+    int_case(SCANFUSE_INT16, SCANFUSE_INT16, 65537, false, false, 1000, INT16_MAX);
+    int_case(SCANFUSE_UINT8, SCANFUSE_UINT8, 65537, false, false, 0, 255);
+    int_case(SCANFUSE_INT8, SCANFUSE_DTYPE_NONE, 65537, false, true, 0, 127);
+    int_case(SCANFUSE_BOOL, SCANFUSE_DTYPE_NONE, 65537, false, false, 0, 1);
+    int_case(SCANFUSE_BOOL, SCANFUSE_INT8, 65537, false, false, 0, 1);
+    /* int64 values into an int32 result: converted (wrapped) first */
+    int_case(SCANFUSE_INT64, SCANFUSE_INT32, 65537, false, false, (int64_t)1 << 40, (int64_t)1 << 50);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Determinism                                                                        */
+/* ---------------------------------------------------------------------------------- */
+
+static void determinism_case(scanfuse_dtype dt, int ndim, const int64_t *shape, const char *call) {
+    char sh[64], text[256];
+    sw_shape_str(sh, sizeof sh, ndim, shape);
+    snprintf(text, sizeof text, "input x: %s%s\ny = %s\noutput y\n", scanfuse_dtype_name(dt), sh, call);
+    char one[256];
+    sw_oneline(text, one, sizeof one);
+    scanfuse_fusion *f = scanfuse_parse(text, "accuracy");
+    if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+        CHECKF(0, "{%s}: build failed: %s", one, f ? scanfuse_fusion_error(f) : "NULL");
+        scanfuse_fusion_free(f);
+        return;
+    }
+    scanfuse_dtype odt;
+    int ond;
+    int64_t osh[SF_MAX_DIMS];
+    const char *nm;
+    scanfuse_fusion_output_info(f, 0, &nm, &odt, &ond, osh);
+    scanfuse_fusion_free(f);
+    tbuf in, first, out;
+    memset(&first, 0, sizeof first);
+    memset(&out, 0, sizeof out);
+    if (!tb_init(&in, dt, ndim, shape, L_CONTIG) || !tb_init(&first, odt, ond, osh, L_CONTIG) ||
+        !tb_init(&out, odt, ond, osh, L_CONTIG)) {
+        CHECKF(0, "out of memory");
+        goto done;
+    }
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0xD37ull);
+    for (int64_t j = 0; j < in.numel; j++) {
+        double u = sf_test_rng_uniform(&rng);
+        double v = ldexp(2 * u - 1, (int)sf_test_rng_int(&rng, -12, dt == SCANFUSE_FLOAT16 ? -2 : 12));
+        sf_store_f64(in.base, j, dt, v);
+    }
+    size_t bytes = (size_t)out.numel * out.esize;
+    if (run_text(text, 0, &in, &first) != SCANFUSE_OK) {
+        CHECKF(0, "{%s}: run failed", one);
+        goto done;
+    }
+    static const int threads[] = {0, 0, 1, 2, 3, 7};
+    bool same = true;
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        memset(out.base, 0, bytes);
+        scanfuse_status st = run_text(text, threads[t], &in, &out);
+        bool ok = st == SCANFUSE_OK && memcmp(out.base, first.base, bytes) == 0;
+        CHECKF(ok, "{%s}: %s %d gives different bytes than the first run", one,
+               threads[t] ? "threads =" : "repeated run, threads =", threads[t]);
+        same = same && ok;
+    }
+    printf("  %s over 3 runs and threads 1, 2, 3, 7: {%s}\n", same ? "deterministic" : "NOT DETERMINISTIC", one);
+done:
+    tb_free(&in);
+    tb_free(&first);
+    tb_free(&out);
+}
+
+static void determinism(void) {
+    int64_t s1[1] = {1 << 20}, s2[2] = {4096, 64}, s3[2] = {1024, 1024}, s4[3] = {8, 3, 40000};
+    determinism_case(SCANFUSE_FLOAT32, 1, s1, "cumsum(x, dim=0)");
+    determinism_case(SCANFUSE_FLOAT64, 1, s1, "cumsum(x, dim=0, exclusive=true)");
+    determinism_case(SCANFUSE_BFLOAT16, 2, s2, "cumsum(x, dim=0)");
+    determinism_case(SCANFUSE_FLOAT16, 2, s2, "cumsum(x, dim=1, reverse=true)");
+    determinism_case(SCANFUSE_FLOAT64, 2, s3, "sum(x, dim=1)");
+    determinism_case(SCANFUSE_FLOAT32, 1, s1, "sum(x)");
+    determinism_case(SCANFUSE_FLOAT16, 1, s1, "sum(x, dtype=float32)");
+    determinism_case(SCANFUSE_FLOAT32, 3, s4, "cumsum(x, dim=2)");
+    determinism_case(SCANFUSE_FLOAT32, 3, s4, "sum(x, dim=[0, 2])");
+    determinism_case(SCANFUSE_FLOAT64, 1, s1, "cumprod(x, dim=0)");
+    determinism_case(SCANFUSE_FLOAT32, 1, s1, "logcumsumexp(x, dim=0)");
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+static void self_test(void) {
+    /* the exact accumulator: (2^60 + 1) - 2^60 with tiny values around */
+    xacc a;
+    memset(&a, 0, sizeof a);
+    CHECK(xacc_add(&a, ldexp(1, 60)));
+    CHECK(xacc_add(&a, ldexp(1, -100)));
+    CHECK(xacc_add(&a, -ldexp(1, 60)));
+    CHECK(xacc_value(&a) == ldexp(1, -100));
+    CHECK(xacc_add(&a, -ldexp(3, -100)));
+    CHECK(xacc_value(&a) == -ldexp(1, -99));
+    memset(&a, 0, sizeof a);
+    double naive = 0;
+    for (int i = 0; i < 1000; i++) {
+        CHECK(xacc_add(&a, 0.1));
+        naive += 0.1;
+    }
+    CHECK(fabs(xacc_value(&a) - 100.0) < 1e-12 && xacc_value(&a) != naive);
+}
+
+int main(void) {
+    clock_t t0 = clock();
+    self_test();
+    printf("float cumsum/sum vs the exact result (worst error per case):\n");
+    float_accuracy();
+    int_accuracy();
+    printf("determinism:\n");
+    determinism();
+    printf("%.1f s of CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+    return sf_test_finish("test_accuracy");
+}
