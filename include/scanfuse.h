@@ -261,10 +261,13 @@ scanfuse_status scanfuse_fusion_output_info(const scanfuse_fusion *fusion, int i
  *     input NAME: DTYPE[D0, D1, ...]        (DTYPE[] is 0-d)
  *     NAME = OP(ARGS)
  *     NAME, NAME = OP(ARGS)                 (two-result ops)
- *     output NAME, ...
+ *     output NAME, ...                       (NAME as ALIAS outputs a value under
+ *                                             another name)
  *     # comment (also after a statement)
  * Arguments are positional in PyTorch's order or key=value; values are names,
- * integers, floats (also inf, -inf, nan), true/false, dtype names, or lists [a, b].
+ * integers, floats (also inf, -inf, nan), true/false, none, dtype names, lists [a, b],
+ * or a nested one-result call (`sigmoid(cast(x, float32))`).  A number where a tensor
+ * is expected is a weak scalar (see scanfuse_scalar_int).
  * `filename` is used in messages only (NULL: "<text>").  Always returns a fusion
  * (NULL only when out of memory); on a malformed text its status is
  * SCANFUSE_ERROR_PARSE (or the builder's status for a semantic error) and its message

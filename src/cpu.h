@@ -147,26 +147,33 @@ static inline int64_t sf_cpu_mul_i64(int64_t a, int64_t b) {
 /* Double-double accumulation (float cumsum, sum, mean)                             */
 /* ------------------------------------------------------------------------------ */
 
-/* (hi, lo) += x, keeping hi = fl(hi + lo).  Once hi is not finite the compensation is
- * dropped, so an infinity stays an infinity (inf - inf inside TwoSum would otherwise
- * turn it into NaN) and a NaN stays NaN, exactly as plain IEEE addition. */
-static inline void sf_cpu_dd_add(double *hi, double *lo, double x) {
-    double a = *hi, s = a + x;
-    if (!isfinite(s)) {
-        *hi = s;
+/* Compensated summation (Ogita-Rump-Oishi Sum2): s carries the plain double sum and
+ * c the exact rounding errors of every addition (TwoSum), so s + c is the sum as if
+ * computed in twice double precision.  The two chains are independent, so a long row
+ * costs one add of latency per element.  Once s is not finite the error term is
+ * dropped (inf - inf inside TwoSum would be NaN), so infinities and NaN propagate
+ * exactly as plain IEEE addition. */
+static inline void sf_cpu_sum2_add(double *s, double *c, double x) {
+    double a = *s, t = a + x;
+    double bp = t - a;
+    double e = (a - (t - bp)) + (x - bp);
+    *c += isfinite(t) ? e : 0.0;
+    *s = t;
+}
+
+/* Normalizes (s, c) into hi + lo with hi = fl(s + c) (TwoSum); false when the sum is
+ * not finite (then *hi is that infinity or NaN and *lo is 0). */
+static inline bool sf_cpu_sum2_split(double s, double c, double *hi, double *lo) {
+    double h = s + c;
+    if (!isfinite(s) || !isfinite(h)) {
+        *hi = isfinite(s) ? h : s;
         *lo = 0.0;
-        return;
+        return false;
     }
-    double bp = s - a;
-    double e = (a - (s - bp)) + (x - bp) + *lo;
-    double h = s + e;
-    if (!isfinite(h)) {
-        *hi = h;
-        *lo = 0.0;
-        return;
-    }
-    *lo = e - (h - s);
+    double bp = h - s;
+    *lo = (s - (h - bp)) + (c - bp);
     *hi = h;
+    return true;
 }
 
 /* The value hi + lo (normalized) as a double that rounds correctly to any narrower
@@ -181,10 +188,12 @@ static inline double sf_cpu_dd_to_odd(double hi, double lo) {
     return sf_cpu_from_bits(b);
 }
 
-/* The double to store for an exact sum hi + lo with result dtype dt: the nearest
+/* The double to store for a compensated sum (s, c) with result dtype dt: the nearest
  * double for float64, the round-to-odd double for narrower floats (the store then
- * rounds once).  For integer dtypes hi (unused by the integer paths). */
-static inline double sf_cpu_dd_result(double hi, double lo, scanfuse_dtype dt) {
+ * rounds once). */
+static inline double sf_cpu_sum2_result(double s, double c, scanfuse_dtype dt) {
+    double hi, lo;
+    if (!sf_cpu_sum2_split(s, c, &hi, &lo)) return hi;
     return dt == SCANFUSE_FLOAT64 ? hi : sf_cpu_dd_to_odd(hi, lo);
 }
 
@@ -267,15 +276,22 @@ void sf_cpu_store_literal(void *base, scanfuse_dtype dt, const sf_num *lit);
 void sf_cpu_pad(const sf_node *node, const sf_view *in, const sf_view *out);
 void sf_cpu_tri(const sf_node *node, const sf_view *in, const sf_view *out);
 
+/* Scans and reductions take a work area of sf_cpu_work_size() bytes (8-aligned) from
+ * the backend's arena, so a run allocates nothing once its arena exists.  Output views
+ * may be the caller's own when they are contiguous (size-1 dims ignored). */
+size_t sf_cpu_work_size(void);
+
 /* cumsum, cumprod, cummax, cummin (out1: int64 indices), logcumsumexp. */
-scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
-                            const sf_view *out1, char *msg, size_t msglen);
+void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
+                 const sf_view *out1, void *work);
 
 /* sum, prod, max, min, mean, argmax, argmin. */
-scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out,
-                              char *msg, size_t msglen);
-/* matmul (allocates contiguous float64/int64 copies of both operands). */
-scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_view *b,
-                              const sf_view *out, char *msg, size_t msglen);
+void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work);
+
+/* matmul.  scratch holds sf_cpu_matmul_scratch() bytes (8-aligned) for contiguous
+ * float64/int64 copies of both operands and one accumulator row. */
+int64_t sf_cpu_matmul_scratch(int na, const int64_t *ashape, int nb, const int64_t *bshape);
+scanfuse_status sf_cpu_matmul(const sf_view *a, const sf_view *b, const sf_view *out,
+                              void *scratch, char *msg, size_t msglen);
 
 #endif /* SF_CPU_H */

@@ -107,13 +107,23 @@ bool sf_cpu_view_is_contiguous(const sf_view *v) {
 /* Block conversions                                                                */
 /* ------------------------------------------------------------------------------ */
 
-/* One loop per source type: load a T at element offset off + i*stride with memcpy. */
+/* One loop per source type: load a T at element offset off + i*stride with memcpy.
+ * The unit-stride copy of the loop lets the compiler vectorize it. */
 #define LOAD_LOOP(T, out, conv_expr)                                                   \
     do {                                                                               \
-        for (int64_t i = 0; i < n; i++) {                                              \
-            T x_;                                                                      \
-            memcpy(&x_, p + (off + i * stride) * (int64_t)sizeof(T), sizeof(T));       \
-            out[i] = conv_expr;                                                        \
+        if (stride == 1) {                                                             \
+            const char *q_ = p + off * (int64_t)sizeof(T);                             \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                T x_;                                                                  \
+                memcpy(&x_, q_ + i * (int64_t)sizeof(T), sizeof(T));                   \
+                out[i] = conv_expr;                                                    \
+            }                                                                          \
+        } else {                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                T x_;                                                                  \
+                memcpy(&x_, p + (off + i * stride) * (int64_t)sizeof(T), sizeof(T));   \
+                out[i] = conv_expr;                                                    \
+            }                                                                          \
         }                                                                              \
     } while (0)
 
@@ -238,9 +248,17 @@ void sf_cpu_gather_i64(const void *base, scanfuse_dtype dt, int64_t off, int64_t
 
 #define STORE_LOOP(T, expr)                                                            \
     do {                                                                               \
-        for (int64_t i = 0; i < n; i++) {                                              \
-            T y_ = (expr);                                                             \
-            memcpy(p + (off + i * stride) * (int64_t)sizeof(T), &y_, sizeof(T));       \
+        if (stride == 1) {                                                             \
+            char *q_ = p + off * (int64_t)sizeof(T);                                   \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                T y_ = (expr);                                                         \
+                memcpy(q_ + i * (int64_t)sizeof(T), &y_, sizeof(T));                   \
+            }                                                                          \
+        } else {                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                T y_ = (expr);                                                         \
+                memcpy(p + (off + i * stride) * (int64_t)sizeof(T), &y_, sizeof(T));   \
+            }                                                                          \
         }                                                                              \
     } while (0)
 

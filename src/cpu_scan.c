@@ -4,9 +4,10 @@
  *
  * Accumulation policy (DESIGN.md §1, docs/OPS.md):
  *  - the input is first converted to the result dtype (cumsum/cumprod with dtype=);
- *  - float cumsum accumulates in double-double, so each output is the exact prefix
- *    sum rounded once (round-to-odd to double, then one rounding by the store);
- *    an infinity or NaN propagates as IEEE addition would;
+ *  - float cumsum accumulates with compensated summation (a double sum plus the exact
+ *    errors of its additions, i.e. twice double precision), so each output is the
+ *    exact prefix sum rounded once (round-to-odd to double, then one rounding by the
+ *    store); an infinity or NaN propagates as IEEE addition would;
  *  - float cumprod and logcumsumexp accumulate in double, rounded once per output;
  *  - integer scans accumulate in int64 with two's-complement wrapping, wrapped to the
  *    result dtype by the store;
@@ -23,7 +24,6 @@
 #include "cpu.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef enum scan_kind {
@@ -32,7 +32,7 @@ typedef enum scan_kind {
 
 /* Accumulators of up to SF_CPU_BLOCK rows and the blocks of one tile. */
 typedef struct scan_work {
-    double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK]; /* float state (lo: dd compensation) */
+    double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK]; /* float state (lo: sum compensation) */
     int64_t iv[SF_CPU_BLOCK];                  /* integer state */
     int64_t idx[SF_CPU_BLOCK];                 /* cummax/cummin index */
     double xf[SF_CPU_BLOCK], yf[SF_CPU_BLOCK];
@@ -87,9 +87,9 @@ static void scan_tile(scan_work *w, scan_kind k, scanfuse_dtype dt, bool excl, i
         switch (k) {
         case K_SUM_F:
             for (int64_t j = 0; j < m; j++) {
-                if (excl) yf[q0 + j] = sf_cpu_dd_result(hi[j], lo[j], dt);
-                sf_cpu_dd_add(&hi[j], &lo[j], xf[q0 + j]);
-                if (!excl) yf[q0 + j] = sf_cpu_dd_result(hi[j], lo[j], dt);
+                if (excl) yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);
+                sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);
+                if (!excl) yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);
             }
             break;
         case K_PROD_F:
@@ -171,10 +171,10 @@ static void store_tile(const scan_work *w, scan_kind k, const sf_view *out0,
     if (out1) sf_cpu_store_i64(out1->data, out1->dtype, off, stride, n, w->yidx);
 }
 
-scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
-                            const sf_view *out1, char *msg, size_t msglen) {
-    (void)msg;
-    (void)msglen;
+size_t sf_cpu_work_size(void) { return sizeof(scan_work) > 65536 ? sizeof(scan_work) : 65536; }
+
+void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
+                 const sf_view *out1, void *work) {
     scanfuse_dtype dt = out0->dtype;
     bool fl = sf_dtype_is_float(dt);
     scan_kind k;
@@ -184,7 +184,7 @@ scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_vie
     case SF_OP_cummax: k = fl ? K_MAX_F : K_MAX_I; break;
     case SF_OP_cummin: k = fl ? K_MIN_F : K_MIN_I; break;
     case SF_OP_logcumsumexp: k = K_LSE; SF_ASSERT(fl); break;
-    default: SF_ASSERT(!"not a scan"); return SCANFUSE_ERROR_UNSUPPORTED;
+    default: SF_ASSERT(!"not a scan"); return;
     }
     SF_ASSERT((out1 != NULL) == (k == K_MAX_F || k == K_MAX_I || k == K_MIN_F || k == K_MIN_I));
 
@@ -194,9 +194,9 @@ scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_vie
             int64_t zero = 0;
             sf_cpu_store_i64(out1->data, out1->dtype, 0, 1, 1, &zero);
         }
-        return SCANFUSE_OK;
+        return;
     }
-    if (sf_numel(in->ndim, in->shape) == 0) return SCANFUSE_OK;
+    if (sf_numel(in->ndim, in->shape) == 0) return;
 
     int d = (int)node->a.dim;
     SF_ASSERT(d >= 0 && d < in->ndim);
@@ -221,11 +221,7 @@ scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_vie
     sf_cpu_iter it;
     int64_t offs[2];
 
-    scan_work *w = sf_malloc(sizeof *w);
-    if (!w) {
-        sf_msg(msg, msglen, "%s: out of memory", sf_op_table[node->op].name);
-        return SCANFUSE_ERROR_MEMORY;
-    }
+    scan_work *w = work;
     /* Step t of the scan order is position first + t*dir of the scanned dim. */
     int64_t first = rev ? n - 1 : 0, dir = rev ? -1 : 1;
 
@@ -258,6 +254,4 @@ scanfuse_status sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_vie
             }
         }
     }
-    free(w);
-    return SCANFUSE_OK;
 }
