@@ -194,7 +194,8 @@ scanfuse_value scanfuse_op(scanfuse_fusion *fusion, const char *op,
                            const scanfuse_value *args, int nargs, const char *attrs);
 
 /* The same for ops with two results; both results are written to out[0], out[1]
- * (SCANFUSE_NO_VALUE on failure).  Returns the fusion's status. */
+ * (SCANFUSE_NO_VALUE on failure).  Returns the fusion's status; a NULL `out` is
+ * SCANFUSE_ERROR_ARGUMENT (so are NULL result pointers of scanfuse_cummax/cummin). */
 scanfuse_status scanfuse_op2(scanfuse_fusion *fusion, const char *op,
                              const scanfuse_value *args, int nargs, const char *attrs,
                              scanfuse_value out[2]);

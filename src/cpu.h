@@ -10,7 +10,8 @@
  *  - block conversions (gather/store) between a strided buffer of any dtype and a
  *    contiguous block of doubles or int64s; each has its dtype switch outside the
  *    element loop;
- *  - the double-double helpers of the accurate float sums.
+ *  - the compensated-summation helpers of the accurate float sums (Sum2 plus a
+ *    round-to-odd step, so narrow results are rounded once).
  *
  * Invariants:
  *  - strides are in elements and may be 0 (broadcast); offsets are element offsets
@@ -144,7 +145,7 @@ static inline int64_t sf_cpu_mul_i64(int64_t a, int64_t b) {
 }
 
 /* ------------------------------------------------------------------------------ */
-/* Double-double accumulation (float cumsum, sum, mean)                             */
+/* Compensated accumulation (float cumsum, sum, mean)                                 */
 /* ------------------------------------------------------------------------------ */
 
 /* Compensated summation (Ogita-Rump-Oishi Sum2): s carries the plain double sum and
@@ -276,10 +277,12 @@ void sf_cpu_store_literal(void *base, scanfuse_dtype dt, const sf_num *lit);
 void sf_cpu_pad(const sf_node *node, const sf_view *in, const sf_view *out);
 void sf_cpu_tri(const sf_node *node, const sf_view *in, const sf_view *out);
 
-/* Scans and reductions take a work area of sf_cpu_work_size() bytes (8-aligned) from
- * the backend's arena, so a run allocates nothing once its arena exists.  Output views
- * may be the caller's own when they are contiguous (size-1 dims ignored). */
-size_t sf_cpu_work_size(void);
+/* Scans and reductions take a work area of sf_cpu_scan_work_size() /
+ * sf_cpu_reduce_work_size() bytes (8-aligned) from the backend's arena, so a run
+ * allocates nothing once its arena exists.  Output views may be the caller's own when
+ * they are contiguous (size-1 dims ignored). */
+size_t sf_cpu_scan_work_size(void);
+size_t sf_cpu_reduce_work_size(void);
 
 /* cumsum, cumprod, cummax, cummin (out1: int64 indices), logcumsumexp. */
 void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,

@@ -1,22 +1,33 @@
 /*
- * cpu_backend.c — the CPU backend's vtable (sf_backend_cpu): compile-time planning and
- * the run-time node loop that owns every intermediate buffer.
+ * cpu_backend.c — the CPU backend's vtable (sf_backend_cpu): compile-time planning of
+ * every buffer a run needs, and the run-time node loop.
  *
  * A run walks the lowered fusion's nodes in order (op by op for now; the segments a
  * later fusing backend will use are ignored).  Every value is an sf_view:
  *  - fusion inputs are the caller's views, never written;
  *  - expand, permute, slice (and reshape of a contiguous value) are views of their
  *    input's memory, copying nothing;
- *  - full is a one-element buffer broadcast with stride 0;
- *  - every other result is a fresh contiguous buffer of its own dtype.
- * Buffers are reference counted by the values that view them and freed after the
- * last node that reads them.  Outputs are copied into the caller's views only after
- * every node succeeded; a value backed by caller memory is first copied into a buffer
- * when any output view overlaps any input view (outputs may alias inputs).
+ *  - full is one element broadcast with stride 0;
+ *  - every other result is a contiguous buffer of its own dtype: a slot of the
+ *    program's arena, or the caller's output tensor itself (see below).
  *
- * Invariants: a node's inputs are live when it runs; a failed run frees everything
- * and writes nothing; weak scalar literals feeding a pointwise op are converted
- * straight from the literal to the op's common dtype (docs/OPS.md).
+ * Memory plan (compile): shapes are static, so every slot gets an arena offset from a
+ * first-fit interval allocation over the nodes (a slot lives from its producer to the
+ * last read of any view of it; outputs to the end).  The arena is allocated on the
+ * first run and kept for later runs (one allocation, no page faults after the first
+ * run); a program runs one call at a time.  Scan/reduction work areas and matmul
+ * scratch live in the arena too, so a run allocates nothing else.
+ *
+ * Outputs: nothing reaches the caller's outputs unless every node succeeds.  When no
+ * node can fail at run time (only integer remainder/floor_divide can: division by
+ * zero) and no output view overlaps an input view, a result that is an output with a
+ * contiguous view is computed straight into the caller's tensor (saving a pass and a
+ * buffer); otherwise results go to the arena and are copied at the end, after any
+ * output backed by caller memory was staged (outputs may alias inputs).
+ *
+ * Invariants: a node's inputs are live when it runs; a failed run writes nothing;
+ * weak scalar literals feeding a pointwise op are converted straight from the literal
+ * to the op's common dtype (docs/OPS.md).
  */
 #include "cpu.h"
 
@@ -24,27 +35,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ARENA_ALIGN 64
+
 typedef struct cpu_plan {
-    int nvalues;
-    int32_t *reads;       /* per value: the number of node inputs that read it */
-    bool *pinned;         /* per value: an output (kept until the end) */
+    int nvalues, nnodes;
+    int64_t *slot;        /* per value: arena offset of its own buffer, or -1 */
+    int64_t *scratch;     /* per node: arena offset of its matmul scratch, or -1 */
+    int64_t work;         /* arena offset of the scan/reduction work area */
+    int32_t *direct;      /* per value: the output it may be computed into, or -1 */
     scanfuse_dtype *cdt;  /* per node: the common dtype of a pointwise op */
+    bool may_fail;        /* some node can fail at run time */
+    size_t arena_size;
+    void *arena;          /* allocated by the first run, kept for later runs */
 } cpu_plan;
 
 /* Run-time state of one value. */
 typedef struct cpu_val {
     sf_view v;
-    int32_t buf;   /* the value id whose allocation backs v, or -1 (caller memory) */
     bool live;
+    bool caller; /* backed by caller memory (an input, a view of one, or an output) */
 } cpu_val;
 
 typedef struct cpu_run {
     const scanfuse_fusion *f;
     const cpu_plan *plan;
+    char *arena;
     cpu_val *vals;
-    void **mem;      /* per value id: the allocation it made (or NULL) */
-    int32_t *refs;   /* per value id: the number of live values viewing mem[id] */
-    int32_t *left;   /* per value: reads still to come */
+    const sf_view *outputs;
+    bool direct_ok;   /* results may be computed into the caller's outputs */
+    bool *written;    /* per output: already holds its value */
     char *msg;
     size_t msglen;
 } cpu_run;
@@ -76,41 +95,171 @@ static scanfuse_dtype common_dtype(const scanfuse_fusion *f, const sf_node *n) {
     }
 }
 
+/* Shape ops whose result is a view of their input (reshape only sometimes). */
+static bool op_is_view(sf_op op) {
+    return op == SF_OP_expand || op == SF_OP_permute || op == SF_OP_slice ||
+           op == SF_OP_reshape;
+}
+
 static void cpu_plan_free(cpu_plan *pl) {
     if (!pl) return;
-    free(pl->reads);
-    free(pl->pinned);
+    free(pl->slot);
+    free(pl->scratch);
+    free(pl->direct);
     free(pl->cdt);
+    free(pl->arena);
     free(pl);
+}
+
+/* ---- the memory plan ---- */
+
+typedef struct block {
+    int64_t off, size, end; /* end: the last node index that uses it */
+} block;
+
+typedef struct arena_alloc {
+    block *live; /* sorted by offset */
+    int nlive;
+    int64_t base; /* slots start here (after the work area) */
+    int64_t top;  /* the arena size so far */
+} arena_alloc;
+
+/* Drops blocks no longer used at node `now`. */
+static void arena_expire(arena_alloc *al, int now) {
+    int k = 0;
+    for (int i = 0; i < al->nlive; i++)
+        if (al->live[i].end >= now) al->live[k++] = al->live[i];
+    al->nlive = k;
+}
+
+/* First fit among the live blocks; returns the offset. */
+static int64_t arena_place(arena_alloc *al, int64_t size, int64_t end) {
+    size = (size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    int64_t at = al->base;
+    int pos = 0;
+    for (; pos < al->nlive; pos++) {
+        if (at + size <= al->live[pos].off) break;
+        int64_t e = al->live[pos].off + al->live[pos].size;
+        if (e > at) at = e;
+    }
+    memmove(&al->live[pos + 1], &al->live[pos], (size_t)(al->nlive - pos) * sizeof(block));
+    al->live[pos] = (block){at, size, end};
+    al->nlive++;
+    if (at + size > al->top) al->top = at + size;
+    return at;
+}
+
+/* Bytes of a value's buffer; false when it overflows. */
+static bool value_bytes(const sf_value *v, int64_t *bytes) {
+    int64_t n = sf_value_numel(v);
+    return !sf_mul_overflow(n, (int64_t)scanfuse_dtype_size(v->dtype), bytes) &&
+           *bytes <= INT64_MAX / 2;
 }
 
 static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
     const scanfuse_fusion *f = p->fusion;
+    int nv = f->nvalues, nn = f->nnodes;
+    scanfuse_status st = SCANFUSE_ERROR_MEMORY;
+    int32_t *last = NULL, *parent = NULL;
+    int64_t *end = NULL;
+    arena_alloc al = {NULL, 0, 0, 0};
     cpu_plan *pl = sf_calloc(1, sizeof *pl);
-    if (!pl) goto oom;
-    pl->nvalues = f->nvalues;
-    pl->reads = sf_calloc((size_t)f->nvalues, sizeof *pl->reads);
-    pl->pinned = sf_calloc((size_t)f->nvalues, sizeof *pl->pinned);
-    pl->cdt = sf_calloc((size_t)f->nnodes, sizeof *pl->cdt);
-    if (!pl->reads || !pl->pinned || !pl->cdt) goto oom;
-    for (int i = 0; i < f->nnodes; i++) {
-        const sf_node *n = &f->nodes[i];
-        scanfuse_status st = cpu_supports(f, i, msg, msglen);
-        if (st != SCANFUSE_OK) {
-            cpu_plan_free(pl);
-            return st;
-        }
-        for (int k = 0; k < n->nin; k++) pl->reads[n->in[k]]++;
-        pl->cdt[i] = sf_op_table[n->op].kind == SF_KIND_POINTWISE ? common_dtype(f, n)
-                                                                   : SCANFUSE_DTYPE_NONE;
+    if (!pl) goto fail;
+    pl->nvalues = nv;
+    pl->nnodes = nn;
+    pl->slot = sf_malloc((size_t)nv * sizeof *pl->slot);
+    pl->scratch = sf_malloc((size_t)nn * sizeof *pl->scratch);
+    pl->direct = sf_malloc((size_t)nv * sizeof *pl->direct);
+    pl->cdt = sf_calloc((size_t)nn, sizeof *pl->cdt);
+    last = sf_malloc((size_t)nv * sizeof *last);
+    parent = sf_malloc((size_t)nv * sizeof *parent);
+    end = sf_malloc((size_t)nv * sizeof *end);
+    al.live = sf_malloc((size_t)(2 * nn + 1) * sizeof *al.live);
+    if (!pl->slot || !pl->scratch || !pl->direct || !pl->cdt || !last || !parent || !end ||
+        !al.live)
+        goto fail;
+
+    /* Liveness: the last node reading each value (outputs: past the last node). */
+    bool need_work = false;
+    for (int v = 0; v < nv; v++) {
+        pl->slot[v] = -1;
+        pl->direct[v] = -1;
+        parent[v] = -1;
+        int32_t prod = f->values[v].producer;
+        last[v] = prod >= 0 ? prod : 0;
     }
-    for (int i = 0; i < f->noutputs; i++) pl->pinned[f->outputs[i]] = true;
+    for (int i = 0; i < nn; i++) {
+        const sf_node *n = &f->nodes[i];
+        if ((st = cpu_supports(f, i, msg, msglen)) != SCANFUSE_OK) goto fail_msg;
+        for (int k = 0; k < n->nin; k++) last[n->in[k]] = i;
+        if (op_is_view(n->op)) parent[n->out[0]] = n->in[0];
+        sf_kind kind = sf_op_table[n->op].kind;
+        if (kind == SF_KIND_SCAN || kind == SF_KIND_REDUCTION) need_work = true;
+        pl->scratch[i] = -1;
+        pl->cdt[i] = kind == SF_KIND_POINTWISE ? common_dtype(f, n) : SCANFUSE_DTYPE_NONE;
+        if ((n->op == SF_OP_remainder || n->op == SF_OP_floor_divide) &&
+            !sf_dtype_is_float(pl->cdt[i]))
+            pl->may_fail = true;
+    }
+    for (int o = f->noutputs - 1; o >= 0; o--) {
+        last[f->outputs[o]] = nn;
+        pl->direct[f->outputs[o]] = o; /* the first output of that value */
+    }
+    /* A slot lives until the last read of any value viewing it. */
+    for (int v = 0; v < nv; v++) end[v] = last[v];
+    for (int v = 0; v < nv; v++)
+        for (int32_t a = parent[v]; a >= 0; a = parent[a])
+            if (last[v] > end[a]) end[a] = last[v];
+
+    if (need_work) {
+        size_t ws = sf_cpu_scan_work_size(), wr = sf_cpu_reduce_work_size();
+        al.base = (int64_t)((ws > wr ? ws : wr) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    }
+    al.top = al.base;
+    pl->work = 0;
+    for (int i = 0; i < nn; i++) {
+        const sf_node *n = &f->nodes[i];
+        arena_expire(&al, i);
+        for (int k = 0; k < n->nout; k++) {
+            int32_t v = n->out[k];
+            if (n->op == SF_OP_expand || n->op == SF_OP_permute || n->op == SF_OP_slice)
+                continue; /* pure views */
+            int64_t bytes = 8; /* full: one element */
+            if (n->op != SF_OP_full && !value_bytes(&f->values[v], &bytes)) {
+                sf_msg(msg, msglen, "cpu: a value of %s is too large",
+                       sf_op_table[n->op].name);
+                st = SCANFUSE_ERROR_MEMORY;
+                goto fail_msg;
+            }
+            pl->slot[v] = arena_place(&al, bytes, end[v]);
+        }
+        if (n->op == SF_OP_matmul) {
+            const sf_value *a = &f->values[n->in[0]], *b = &f->values[n->in[1]];
+            pl->scratch[i] = arena_place(&al, sf_cpu_matmul_scratch(a->ndim, a->shape,
+                                                                    b->ndim, b->shape), i);
+        }
+        if (al.top > INT64_MAX / 4 || (uint64_t)al.top > (uint64_t)SIZE_MAX / 2) {
+            sf_msg(msg, msglen, "cpu: the program needs too much memory");
+            st = SCANFUSE_ERROR_MEMORY;
+            goto fail_msg;
+        }
+    }
+    pl->arena_size = (size_t)al.top;
+    free(last);
+    free(parent);
+    free(end);
+    free(al.live);
     p->backend_state = pl;
     return SCANFUSE_OK;
-oom:
-    cpu_plan_free(pl);
+fail:
     sf_msg(msg, msglen, "cpu: out of memory");
-    return SCANFUSE_ERROR_MEMORY;
+fail_msg:
+    free(last);
+    free(parent);
+    free(end);
+    free(al.live);
+    cpu_plan_free(pl);
+    return st;
 }
 
 static void cpu_release(sf_program *p) {
@@ -118,49 +267,31 @@ static void cpu_release(sf_program *p) {
     p->backend_state = NULL;
 }
 
-/* ---- buffers ---- */
+/* ---- result buffers ---- */
 
-/* Drops one reference to the buffer behind value id. */
-static void val_drop(cpu_run *r, int32_t id) {
-    cpu_val *v = &r->vals[id];
-    if (!v->live) return;
-    v->live = false;
-    if (v->buf >= 0 && --r->refs[v->buf] == 0) {
-        free(r->mem[v->buf]);
-        r->mem[v->buf] = NULL;
-    }
-}
-
-/* Allocates a contiguous buffer for value id (shape and dtype of the value). */
-static scanfuse_status val_alloc(cpu_run *r, int32_t id) {
+/* Gives value id its buffer: the caller's output when allowed, else its arena slot. */
+static void val_result(cpu_run *r, int32_t id) {
     const sf_value *fv = &r->f->values[id];
-    int64_t n = sf_value_numel(fv), bytes;
-    if (sf_mul_overflow(n, (int64_t)scanfuse_dtype_size(fv->dtype), &bytes) ||
-        (uint64_t)bytes > (uint64_t)SIZE_MAX) {
-        sf_msg(r->msg, r->msglen, "cpu: a %lld-element value is too large", (long long)n);
-        return SCANFUSE_ERROR_MEMORY;
-    }
-    void *p = sf_malloc((size_t)bytes);
-    if (!p) {
-        sf_msg(r->msg, r->msglen, "cpu: out of memory allocating %lld bytes", (long long)bytes);
-        return SCANFUSE_ERROR_MEMORY;
-    }
-    r->mem[id] = p;
-    r->refs[id] = 1;
     cpu_val *v = &r->vals[id];
-    sf_view_contiguous(&v->v, p, fv->dtype, fv->ndim, fv->shape);
-    v->buf = id;
+    int32_t o = r->plan->direct[id];
     v->live = true;
-    return SCANFUSE_OK;
+    if (r->direct_ok && o >= 0 && sf_cpu_view_is_contiguous(&r->outputs[o])) {
+        v->v = r->outputs[o];
+        v->caller = true;
+        r->written[o] = true;
+        return;
+    }
+    SF_ASSERT(r->plan->slot[id] >= 0);
+    sf_view_contiguous(&v->v, r->arena + r->plan->slot[id], fv->dtype, fv->ndim, fv->shape);
+    v->caller = false;
 }
 
 /* Makes value id a view `view` of the memory behind value src. */
 static void val_alias(cpu_run *r, int32_t id, int32_t src, const sf_view *view) {
     cpu_val *v = &r->vals[id];
     v->v = *view;
-    v->buf = r->vals[src].buf;
+    v->caller = r->vals[src].caller;
     v->live = true;
-    if (v->buf >= 0) r->refs[v->buf]++;
 }
 
 /* ---- view-only shape ops ---- */
@@ -211,17 +342,18 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
     }
     int32_t o0 = n->out[0];
     const sf_value *res = &f->values[o0];
-    scanfuse_status st = SCANFUSE_OK;
+    void *work = r->arena + r->plan->work;
     switch (n->op) {
     /* scans */
     case SF_OP_cumsum: case SF_OP_cumprod: case SF_OP_logcumsumexp:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
-        return sf_cpu_scan(n, &in[0], &r->vals[o0].v, NULL, r->msg, r->msglen);
+        val_result(r, o0);
+        sf_cpu_scan(n, &in[0], &r->vals[o0].v, NULL, work);
+        return SCANFUSE_OK;
     case SF_OP_cummax: case SF_OP_cummin:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
-        if ((st = val_alloc(r, n->out[1])) != SCANFUSE_OK) return st;
-        return sf_cpu_scan(n, &in[0], &r->vals[o0].v, &r->vals[n->out[1]].v, r->msg,
-                           r->msglen);
+        val_result(r, o0);
+        val_result(r, n->out[1]);
+        sf_cpu_scan(n, &in[0], &r->vals[o0].v, &r->vals[n->out[1]].v, work);
+        return SCANFUSE_OK;
 
     /* pointwise */
     case SF_OP_neg: case SF_OP_abs: case SF_OP_exp: case SF_OP_log: case SF_OP_log1p:
@@ -238,40 +370,29 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
             if (iv->weak && iv->producer >= 0 && f->nodes[iv->producer].op == SF_OP_scalar)
                 lit[k] = &f->nodes[iv->producer].a.value;
         }
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
+        val_result(r, o0);
         return sf_cpu_pointwise(n, r->plan->cdt[i], in, lit, &r->vals[o0].v, r->msg,
                                 r->msglen);
     }
     case SF_OP_cast:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
+        val_result(r, o0);
         sf_cpu_copy(&r->vals[o0].v, &in[0]);
         return SCANFUSE_OK;
 
     /* creation */
     case SF_OP_scalar: case SF_OP_arange: case SF_OP_iota:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
+        val_result(r, o0);
         sf_cpu_create(n, &r->vals[o0].v);
         return SCANFUSE_OK;
     case SF_OP_full: {
         /* one element broadcast over the shape: nothing bigger is ever written */
-        void *p = sf_malloc(8);
-        if (!p) {
-            sf_msg(r->msg, r->msglen, "cpu: out of memory");
-            return SCANFUSE_ERROR_MEMORY;
-        }
-        sf_cpu_store_literal(p, res->dtype, &n->a.value);
         cpu_val *v = &r->vals[o0];
-        r->mem[o0] = p;
-        r->refs[o0] = 1;
-        v->buf = o0;
+        sf_view_contiguous(&v->v, r->arena + r->plan->slot[o0], res->dtype, res->ndim,
+                           res->shape);
+        for (int d = 0; d < res->ndim; d++) v->v.strides[d] = 0;
         v->live = true;
-        v->v.data = p;
-        v->v.dtype = res->dtype;
-        v->v.ndim = res->ndim;
-        for (int d = 0; d < res->ndim; d++) {
-            v->v.shape[d] = res->shape[d];
-            v->v.strides[d] = 0;
-        }
+        v->caller = false;
+        sf_cpu_store_literal(v->v.data, res->dtype, &n->a.value);
         return SCANFUSE_OK;
     }
 
@@ -301,29 +422,31 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
             val_alias(r, o0, n->in[0], &v);
             return SCANFUSE_OK;
         }
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
+        val_result(r, o0);
         sf_view flat;
         sf_view_contiguous(&flat, r->vals[o0].v.data, res->dtype, in[0].ndim, in[0].shape);
         sf_cpu_copy(&flat, &in[0]);
         return SCANFUSE_OK;
     }
     case SF_OP_pad:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
+        val_result(r, o0);
         sf_cpu_pad(n, &in[0], &r->vals[o0].v);
         return SCANFUSE_OK;
     case SF_OP_triu: case SF_OP_tril:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
+        val_result(r, o0);
         sf_cpu_tri(n, &in[0], &r->vals[o0].v);
         return SCANFUSE_OK;
 
     /* reductions and contraction */
     case SF_OP_sum: case SF_OP_prod: case SF_OP_max: case SF_OP_min: case SF_OP_mean:
     case SF_OP_argmax: case SF_OP_argmin:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
-        return sf_cpu_reduce(n, &in[0], &r->vals[o0].v, r->msg, r->msglen);
+        val_result(r, o0);
+        sf_cpu_reduce(n, &in[0], &r->vals[o0].v, work);
+        return SCANFUSE_OK;
     case SF_OP_matmul:
-        if ((st = val_alloc(r, o0)) != SCANFUSE_OK) return st;
-        return sf_cpu_matmul(n, &in[0], &in[1], &r->vals[o0].v, r->msg, r->msglen);
+        val_result(r, o0);
+        return sf_cpu_matmul(&in[0], &in[1], &r->vals[o0].v, r->arena + r->plan->scratch[i],
+                             r->msg, r->msglen);
 
     case SF_NUM_OPS: break;
     }
@@ -353,79 +476,86 @@ static bool views_overlap(const sf_view *a, const sf_view *b) {
 static scanfuse_status cpu_run_program(sf_program *p, const sf_view *inputs,
                                        const sf_view *outputs, char *msg, size_t msglen) {
     const scanfuse_fusion *f = p->fusion;
-    const cpu_plan *pl = p->backend_state;
-    if (!pl || pl->nvalues != f->nvalues) {
+    cpu_plan *pl = p->backend_state;
+    if (!pl || pl->nvalues != f->nvalues || pl->nnodes != f->nnodes) {
         sf_msg(msg, msglen, "cpu: program not compiled");
         return SCANFUSE_ERROR_STATE;
     }
-    int nv = f->nvalues;
-    cpu_run r = {f, pl, NULL, NULL, NULL, NULL, msg, msglen};
+    if (!pl->arena) {
+        pl->arena = sf_malloc(pl->arena_size);
+        if (!pl->arena) {
+            sf_msg(msg, msglen, "cpu: out of memory allocating %zu bytes", pl->arena_size);
+            return SCANFUSE_ERROR_MEMORY;
+        }
+    }
+    int nv = f->nvalues, no = f->noutputs;
+    void **staged = NULL;
+    cpu_run r = {f, pl, pl->arena, NULL, outputs, false, NULL, msg, msglen};
     r.vals = sf_calloc((size_t)nv, sizeof *r.vals);
-    r.mem = sf_calloc((size_t)nv, sizeof *r.mem);
-    r.refs = sf_calloc((size_t)nv, sizeof *r.refs);
-    r.left = sf_calloc((size_t)nv, sizeof *r.left);
+    r.written = sf_calloc((size_t)no, sizeof *r.written);
+    staged = sf_calloc((size_t)no, sizeof *staged);
     scanfuse_status st = SCANFUSE_OK;
-    if (!r.vals || !r.mem || !r.refs || !r.left) {
+    if (!r.vals || !r.written || !staged) {
         sf_msg(msg, msglen, "cpu: out of memory");
         st = SCANFUSE_ERROR_MEMORY;
         goto done;
     }
-    memcpy(r.left, pl->reads, (size_t)nv * sizeof *r.left);
+    /* Outputs may alias inputs: then nothing is computed into an output directly, and
+     * outputs still backed by caller memory are staged before any is written. */
+    bool overlap = false;
+    for (int o = 0; o < no && !overlap; o++)
+        for (int i = 0; i < f->ninputs && !overlap; i++)
+            overlap = views_overlap(&outputs[o], &inputs[i]);
+    r.direct_ok = !overlap && !pl->may_fail;
     for (int i = 0; i < f->ninputs; i++) {
         cpu_val *v = &r.vals[f->inputs[i]];
         v->v = inputs[i];
-        v->buf = -1;
         v->live = true;
+        v->caller = true;
     }
-    for (int i = 0; i < f->nnodes && st == SCANFUSE_OK; i++) {
-        st = cpu_exec_node(&r, i);
-        if (st != SCANFUSE_OK) break;
-        const sf_node *n = &f->nodes[i];
-        /* free what no later node reads (results nobody reads, inputs read last here) */
-        for (int k = 0; k < n->nin; k++) {
-            int32_t id = n->in[k];
-            if (--r.left[id] == 0 && !pl->pinned[id]) val_drop(&r, id);
-        }
-        for (int k = 0; k < n->nout; k++) {
-            int32_t id = n->out[k];
-            if (r.left[id] == 0 && !pl->pinned[id]) val_drop(&r, id);
-        }
-    }
-    if (st != SCANFUSE_OK) goto done;
+    for (int i = 0; i < f->nnodes; i++)
+        if ((st = cpu_exec_node(&r, i)) != SCANFUSE_OK) goto done;
 
-    /* Outputs may alias inputs: if any output view overlaps any input view, first move
-     * every output still backed by caller memory into a buffer of its own. */
-    bool overlap = false;
-    for (int o = 0; o < f->noutputs && !overlap; o++)
-        for (int i = 0; i < f->ninputs && !overlap; i++)
-            overlap = views_overlap(&outputs[o], &inputs[i]);
     if (overlap) {
-        for (int o = 0; o < f->noutputs; o++) {
-            int32_t id = f->outputs[o];
-            cpu_val *v = &r.vals[id];
-            if (v->buf >= 0) continue;
-            sf_view src = v->v;
-            v->live = false;
-            if ((st = val_alloc(&r, id)) != SCANFUSE_OK) goto done;
-            sf_view dst = v->v;
-            dst.ndim = src.ndim;
-            for (int d = 0; d < src.ndim; d++) dst.shape[d] = src.shape[d];
-            sf_cpu_copy(&dst, &src);
+        for (int o = 0; o < no; o++) {
+            const cpu_val *v = &r.vals[f->outputs[o]];
+            if (!v->caller) continue;
+            const sf_value *fv = &f->values[f->outputs[o]];
+            int64_t bytes;
+            if (!value_bytes(fv, &bytes) || !(staged[o] = sf_malloc((size_t)bytes))) {
+                sf_msg(msg, msglen, "cpu: out of memory staging output %d", o);
+                st = SCANFUSE_ERROR_MEMORY;
+                goto done;
+            }
+        }
+        for (int o = 0; o < no; o++) {
+            if (!staged[o]) continue;
+            cpu_val *v = &r.vals[f->outputs[o]];
+            const sf_value *fv = &f->values[f->outputs[o]];
+            sf_view dst;
+            sf_view_contiguous(&dst, staged[o], fv->dtype, fv->ndim, fv->shape);
+            sf_cpu_copy(&dst, &v->v);
         }
     }
-    for (int o = 0; o < f->noutputs; o++) {
+    for (int o = 0; o < no; o++) {
+        if (r.written[o]) continue;
         const cpu_val *v = &r.vals[f->outputs[o]];
         SF_ASSERT(v->live && v->v.ndim == outputs[o].ndim);
-        sf_cpu_copy(&outputs[o], &v->v);
+        if (staged[o]) {
+            const sf_value *fv = &f->values[f->outputs[o]];
+            sf_view src;
+            sf_view_contiguous(&src, staged[o], fv->dtype, fv->ndim, fv->shape);
+            sf_cpu_copy(&outputs[o], &src);
+        } else {
+            sf_cpu_copy(&outputs[o], &v->v);
+        }
     }
 done:
-    if (r.vals && r.mem) {
-        for (int id = 0; id < nv; id++) free(r.mem[id]);
-    }
+    if (staged)
+        for (int o = 0; o < no; o++) free(staged[o]);
+    free(staged);
     free(r.vals);
-    free(r.mem);
-    free(r.refs);
-    free(r.left);
+    free(r.written);
     return st;
 }
 

@@ -4,9 +4,9 @@
  *
  * Accumulation policy (docs/OPS.md):
  *  - sum/prod/mean convert the input to the result dtype first; float sum and mean
- *    accumulate in double-double (each output is the exact sum rounded once; mean
- *    divides the double-double sum by the count before that one rounding); float prod
- *    accumulates in double; integers in int64 with wrapping;
+ *    use compensated summation (twice double precision: each output is the exact sum
+ *    rounded once; mean divides that sum by the count before the one rounding); float
+ *    prod accumulates in double; integers in int64 with wrapping;
  *  - max/min propagate NaN; argmax/argmin return the first index of the extreme value
  *    and a NaN counts as the extreme (the first NaN wins); indices are row-major over
  *    the reduced dims (the flattened input when no dim is given);
@@ -23,7 +23,6 @@
 #include "cpu.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef enum red_kind {
@@ -69,107 +68,106 @@ static void red_init(red_work *w, red_kind k, int64_t m) {
     }
 }
 
+/* Loops over a tile: position t (row-major index r), output j, element q0 + j.  The
+ * op switch sits outside it, so the element loop holds one op's code only. */
+#define TILE_LOOP(...)                                                                 \
+    if (m == 1) { /* row mode: j is the constant 0, so the state can stay in registers */\
+        for (int64_t t = 0; t < K; t++) {                                              \
+            const int64_t q0 = t, r = r0 + t;                                          \
+            const int64_t j = 0;                                                       \
+            (void)r;                                                                   \
+            { __VA_ARGS__ }                                                            \
+        }                                                                              \
+    } else {                                                                           \
+        for (int64_t t = 0; t < K; t++) {                                              \
+            const int64_t q0 = t * m, r = r0 + t;                                      \
+            (void)r;                                                                   \
+            for (int64_t j = 0; j < m; j++) { __VA_ARGS__ }                            \
+        }                                                                              \
+    }
+
 /* Folds a tile of K reduced positions x m outputs (element q = t*m + j; position t
- * has row-major index r0 + t) into the accumulators. */
+ * has row-major index r0 + t) into the accumulators.  max/min: once NaN, nothing is
+ * > NaN, so the NaN stays.  argmax/argmin: the first NaN wins, otherwise only a
+ * strictly better value replaces (the first extreme wins). */
 static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) {
-    const double *xf = w->xf;
-    const int64_t *xi = w->xi;
-    double *hi = w->hi, *lo = w->lo;
-    int64_t *iv = w->iv, *idx = w->idx;
-    for (int64_t t = 0; t < K; t++) {
-        const int64_t q0 = t * m, r = r0 + t;
-        switch (k) {
-        case R_SUM_F: case R_MEAN:
-            for (int64_t j = 0; j < m; j++) sf_cpu_dd_add(&hi[j], &lo[j], xf[q0 + j]);
-            break;
-        case R_SUM_I:
-            for (int64_t j = 0; j < m; j++) iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);
-            break;
-        case R_PROD_F:
-            for (int64_t j = 0; j < m; j++) hi[j] *= xf[q0 + j];
-            break;
-        case R_PROD_I:
-            for (int64_t j = 0; j < m; j++) iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);
-            break;
-        case R_MAX_F:
-            for (int64_t j = 0; j < m; j++) {
-                double x = xf[q0 + j];
-                if (isnan(x) || x > hi[j]) hi[j] = x; /* once NaN, nothing is > NaN */
-            }
-            break;
-        case R_MIN_F:
-            for (int64_t j = 0; j < m; j++) {
-                double x = xf[q0 + j];
-                if (isnan(x) || x < hi[j]) hi[j] = x;
-            }
-            break;
-        case R_MAX_I:
-            for (int64_t j = 0; j < m; j++)
-                if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];
-            break;
-        case R_MIN_I:
-            for (int64_t j = 0; j < m; j++)
-                if (xi[q0 + j] < iv[j]) iv[j] = xi[q0 + j];
-            break;
-        case R_ARGMAX_F: case R_ARGMIN_F: {
-            bool is_max = k == R_ARGMAX_F;
-            for (int64_t j = 0; j < m; j++) {
-                double x = xf[q0 + j];
-                /* the first NaN wins; otherwise strictly better replaces (first wins) */
-                if (idx[j] < 0 ||
-                    (!isnan(hi[j]) && (isnan(x) || (is_max ? x > hi[j] : x < hi[j])))) {
-                    hi[j] = x;
-                    idx[j] = r;
-                }
-            }
-            break;
-        }
-        case R_ARGMAX_I: case R_ARGMIN_I: {
-            bool is_max = k == R_ARGMAX_I;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t x = xi[q0 + j];
-                if (idx[j] < 0 || (is_max ? x > iv[j] : x < iv[j])) {
-                    iv[j] = x;
-                    idx[j] = r;
-                }
-            }
-            break;
-        }
-        }
+    /* restrict: the blocks are distinct arrays, so the state may live in registers */
+    const double *restrict xf = w->xf;
+    const int64_t *restrict xi = w->xi;
+    double *restrict hi = w->hi, *restrict lo = w->lo;
+    int64_t *restrict iv = w->iv, *restrict idx = w->idx;
+    switch (k) {
+    case R_SUM_F: case R_MEAN: TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);) break;
+    case R_SUM_I: TILE_LOOP(iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);) break;
+    case R_PROD_F: TILE_LOOP(hi[j] *= xf[q0 + j];) break;
+    case R_PROD_I: TILE_LOOP(iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);) break;
+    case R_MAX_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;) break;
+    case R_MIN_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x < hi[j]) hi[j] = x;) break;
+    case R_MAX_I: TILE_LOOP(if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];) break;
+    case R_MIN_I: TILE_LOOP(if (xi[q0 + j] < iv[j]) iv[j] = xi[q0 + j];) break;
+    case R_ARGMAX_F:
+        TILE_LOOP(double x = xf[q0 + j];
+                  if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || x > hi[j]))) {
+                      hi[j] = x;
+                      idx[j] = r;
+                  })
+        break;
+    case R_ARGMIN_F:
+        TILE_LOOP(double x = xf[q0 + j];
+                  if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || x < hi[j]))) {
+                      hi[j] = x;
+                      idx[j] = r;
+                  })
+        break;
+    case R_ARGMAX_I:
+        TILE_LOOP(int64_t x = xi[q0 + j]; if (idx[j] < 0 || x > iv[j]) { iv[j] = x; idx[j] = r; })
+        break;
+    case R_ARGMIN_I:
+        TILE_LOOP(int64_t x = xi[q0 + j]; if (idx[j] < 0 || x < iv[j]) { iv[j] = x; idx[j] = r; })
+        break;
     }
 }
 
-/* (hi + lo) / c, rounded once to dt (through the round-to-odd double). */
-static double dd_div(double hi, double lo, double c, scanfuse_dtype dt) {
-    double q1 = hi / c;
-    if (!isfinite(q1)) return q1; /* count 0 (NaN), or an infinite/NaN sum */
-    double rem = fma(-q1, c, hi) + lo; /* hi - q1*c exactly, plus the low part */
-    double q2 = rem / c;
+/* (s + c) / count, rounded once to dt (through the round-to-odd double). */
+static double sum2_div(double s, double c, double count, scanfuse_dtype dt) {
+    double hi, lo;
+    if (!sf_cpu_sum2_split(s, c, &hi, &lo)) return hi / count;
+    double q1 = hi / count;
+    if (!isfinite(q1)) return q1; /* count 0: 0/0 is NaN */
+    double rem = fma(-q1, count, hi) + lo; /* hi - q1*count exactly, plus the low part */
+    double q2 = rem / count;
     double h = q1 + q2;
     double l = q2 - (h - q1);
-    return sf_cpu_dd_result(h, l, dt);
+    return dt == SCANFUSE_FLOAT64 ? h : sf_cpu_dd_to_odd(h, l);
 }
 
 /* Writes the results of m outputs to the output buffer. */
 static void red_finish(red_work *w, red_kind k, scanfuse_dtype dt, double count,
                        const sf_view *out, int64_t off, int64_t stride, int64_t m) {
-    for (int64_t j = 0; j < m; j++) {
-        switch (k) {
-        case R_SUM_F: w->yf[j] = sf_cpu_dd_result(w->hi[j], w->lo[j], dt); break;
-        case R_MEAN: w->yf[j] = dd_div(w->hi[j], w->lo[j], count, dt); break;
-        case R_PROD_F: case R_MAX_F: case R_MIN_F: w->yf[j] = w->hi[j]; break;
-        case R_SUM_I: case R_PROD_I: case R_MAX_I: case R_MIN_I: w->yi[j] = w->iv[j]; break;
-        case R_ARGMAX_F: case R_ARGMAX_I: case R_ARGMIN_F: case R_ARGMIN_I:
-            w->yi[j] = w->idx[j];
-            break;
-        }
+    switch (k) {
+    case R_SUM_F:
+        for (int64_t j = 0; j < m; j++) w->yf[j] = sf_cpu_sum2_result(w->hi[j], w->lo[j], dt);
+        break;
+    case R_MEAN:
+        for (int64_t j = 0; j < m; j++) w->yf[j] = sum2_div(w->hi[j], w->lo[j], count, dt);
+        break;
+    case R_PROD_F: case R_MAX_F: case R_MIN_F:
+        memcpy(w->yf, w->hi, (size_t)m * sizeof(double));
+        break;
+    case R_SUM_I: case R_PROD_I: case R_MAX_I: case R_MIN_I:
+        memcpy(w->yi, w->iv, (size_t)m * sizeof(int64_t));
+        break;
+    case R_ARGMAX_F: case R_ARGMAX_I: case R_ARGMIN_F: case R_ARGMIN_I:
+        memcpy(w->yi, w->idx, (size_t)m * sizeof(int64_t));
+        break;
     }
     if (red_float_result(k)) sf_cpu_store_f64(out->data, out->dtype, off, stride, m, w->yf);
     else sf_cpu_store_i64(out->data, out->dtype, off, stride, m, w->yi);
 }
 
-scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out,
-                              char *msg, size_t msglen) {
+size_t sf_cpu_reduce_work_size(void) { return sizeof(red_work); }
+
+void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work) {
     const sf_attrs *a = &node->a;
     int nd = in->ndim;
     bool reduced[SF_MAX_DIMS] = {false};
@@ -201,7 +199,7 @@ scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_v
     case SF_OP_min: k = fl ? R_MIN_F : R_MIN_I; break;
     case SF_OP_argmax: k = fl ? R_ARGMAX_F : R_ARGMAX_I; break;
     case SF_OP_argmin: k = fl ? R_ARGMIN_F : R_ARGMIN_I; break;
-    default: SF_ASSERT(!"not a reduction"); return SCANFUSE_ERROR_UNSUPPORTED;
+    default: SF_ASSERT(!"not a reduction"); return;
     }
 
     /* Split the dims: kept ones (walked with the contiguous output) and reduced ones. */
@@ -228,13 +226,9 @@ scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_v
         kout[i] = stride;
         stride *= kshape[i] > 0 ? kshape[i] : 1;
     }
-    if (sf_numel(nk, kshape) == 0) return SCANFUSE_OK;
+    if (sf_numel(nk, kshape) == 0) return;
 
-    red_work *w = sf_malloc(sizeof *w);
-    if (!w) {
-        sf_msg(msg, msglen, "%s: out of memory", sf_op_table[node->op].name);
-        return SCANFUSE_ERROR_MEMORY;
-    }
+    red_work *w = work;
     const int64_t *ksp[2] = {kin, kout};
     const int64_t *rsp[1] = {rin};
     sf_cpu_iter kit, rit;
@@ -281,29 +275,20 @@ scanfuse_status sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_v
             red_finish(w, k, out->dtype, count, out, koffs[1], 1, 1);
         }
     }
-    free(w);
-    return SCANFUSE_OK;
 }
 
 /* ------------------------------------------------------------------------------ */
 /* matmul                                                                           */
 /* ------------------------------------------------------------------------------ */
 
-/* A contiguous float64 or int64 copy of a view (NULL when out of memory). */
-static void *wide_copy(const sf_view *v, scanfuse_dtype wide) {
-    int64_t n = sf_numel(v->ndim, v->shape), bytes;
-    if (sf_mul_overflow(n, 8, &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX) return NULL;
-    void *p = sf_malloc((size_t)bytes);
-    if (!p) return NULL;
-    sf_view dst;
-    sf_view_contiguous(&dst, p, wide, v->ndim, v->shape);
-    sf_cpu_copy(&dst, v);
-    return p;
+int64_t sf_cpu_matmul_scratch(int na, const int64_t *ashape, int nb, const int64_t *bshape) {
+    /* contiguous 8-byte copies of both operands and one accumulator row of m */
+    int64_t m = nb >= 2 ? bshape[nb - 1] : 1;
+    return 8 * (sf_numel(na, ashape) + sf_numel(nb, bshape) + m);
 }
 
-scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_view *b,
-                              const sf_view *out, char *msg, size_t msglen) {
-    (void)node;
+scanfuse_status sf_cpu_matmul(const sf_view *a, const sf_view *b, const sf_view *out,
+                              void *scratch, char *msg, size_t msglen) {
     int na = a->ndim, nb = b->ndim;
     SF_ASSERT(na >= 1 && nb >= 1);
     int64_t n = na >= 2 ? a->shape[na - 2] : 1, kk = a->shape[na - 1];
@@ -333,23 +318,22 @@ scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_vi
 
     bool fl = sf_dtype_is_float(out->dtype);
     scanfuse_dtype wide = fl ? SCANFUSE_FLOAT64 : SCANFUSE_INT64;
-    void *ab = wide_copy(a, wide), *bb = wide_copy(b, wide);
-    void *acc = sf_malloc((size_t)m * 8);
-    if (!ab || !bb || !acc) {
-        free(ab);
-        free(bb);
-        free(acc);
-        sf_msg(msg, msglen, "matmul: out of memory");
-        return SCANFUSE_ERROR_MEMORY;
-    }
+    char *ab = scratch, *bb = ab + 8 * sf_numel(na, a->shape);
+    char *acc = bb + 8 * sf_numel(nb, b->shape);
+    sf_view av, bv;
+    sf_view_contiguous(&av, ab, wide, na, a->shape);
+    sf_view_contiguous(&bv, bb, wide, nb, b->shape);
+    sf_cpu_copy(&av, a); /* exact: every dtype fits float64 / int64 */
+    sf_cpu_copy(&bv, b);
+
     int64_t bidx[SF_MAX_DIMS] = {0}, aoff = 0, boff = 0;
     for (int64_t batch = 0; batch < nbatches; batch++) {
         for (int64_t i = 0; i < n; i++) {
             /* i-k-j: each output accumulates its products in ascending k */
             if (fl) {
-                const double *A = (const double *)ab + (aoff * n + i) * kk;
-                const double *Bm = (const double *)bb + boff * kk * m;
-                double *c = acc;
+                const double *A = (const double *)(void *)ab + (aoff * n + i) * kk;
+                const double *Bm = (const double *)(void *)bb + boff * kk * m;
+                double *c = (double *)(void *)acc;
                 for (int64_t j = 0; j < m; j++) c[j] = 0.0;
                 for (int64_t p = 0; p < kk; p++) {
                     double aip = A[p];
@@ -358,16 +342,16 @@ scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_vi
                 }
                 sf_cpu_store_f64(out->data, out->dtype, (batch * n + i) * m, 1, m, c);
             } else {
-                const int64_t *A = (const int64_t *)ab + (aoff * n + i) * kk;
-                const int64_t *Bm = (const int64_t *)bb + boff * kk * m;
-                uint64_t *c = acc;
+                const int64_t *A = (const int64_t *)(void *)ab + (aoff * n + i) * kk;
+                const int64_t *Bm = (const int64_t *)(void *)bb + boff * kk * m;
+                uint64_t *c = (uint64_t *)(void *)acc;
                 for (int64_t j = 0; j < m; j++) c[j] = 0;
                 for (int64_t p = 0; p < kk; p++) {
                     uint64_t aip = (uint64_t)A[p];
                     const int64_t *brow = Bm + p * m;
                     for (int64_t j = 0; j < m; j++) c[j] += aip * (uint64_t)brow[j];
                 }
-                int64_t *ci = acc;
+                int64_t *ci = (int64_t *)(void *)acc;
                 for (int64_t j = 0; j < m; j++) ci[j] = sf_cpu_wrap_u64(c[j]);
                 sf_cpu_store_i64(out->data, out->dtype, (batch * n + i) * m, 1, m, ci);
             }
@@ -382,8 +366,5 @@ scanfuse_status sf_cpu_matmul(const sf_node *node, const sf_view *a, const sf_vi
             bidx[d] = 0;
         }
     }
-    free(ab);
-    free(bb);
-    free(acc);
     return SCANFUSE_OK;
 }

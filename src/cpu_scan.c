@@ -72,84 +72,86 @@ static void init_state(scan_work *w, scan_kind k, scanfuse_dtype dt, int64_t m) 
     }
 }
 
+/* Loops over a tile: step t (position pos of the scanned dim), row j, element q0 + j.
+ * The op switch sits outside it, so the element loop holds one op's code only. */
+#define TILE_LOOP(...)                                                                 \
+    if (m == 1) { /* row mode: j is the constant 0, so the state can stay in registers */\
+        for (int64_t t = 0; t < K; t++) {                                              \
+            const int64_t pos = pos0 + t * dpos, q0 = t;                               \
+            const int64_t j = 0;                                                       \
+            (void)pos;                                                                 \
+            { __VA_ARGS__ }                                                            \
+        }                                                                              \
+    } else {                                                                           \
+        for (int64_t t = 0; t < K; t++) {                                              \
+            const int64_t pos = pos0 + t * dpos, q0 = t * m;                           \
+            (void)pos;                                                                 \
+            for (int64_t j = 0; j < m; j++) { __VA_ARGS__ }                            \
+        }                                                                              \
+    }
+
 /* Advances the accumulators over a tile of K steps x m rows (element q = t*m + j is
  * step t of row j; step t is position pos0 + t*dpos of the scanned dim) and writes
- * the outputs: the state after (inclusive) or before (exclusive) each element. */
+ * the outputs: the state after (inclusive) or before (exclusive) each element.
+ * cummax/cummin follow PyTorch: take x if isnan(x) or (!isnan(best) and x >= best). */
 static void scan_tile(scan_work *w, scan_kind k, scanfuse_dtype dt, bool excl, int64_t K,
                       int64_t m, int64_t pos0, int64_t dpos) {
-    const double *xf = w->xf;
-    const int64_t *xi = w->xi;
-    double *hi = w->hi, *lo = w->lo, *yf = w->yf;
-    int64_t *iv = w->iv, *idx = w->idx, *yi = w->yi, *yidx = w->yidx;
-    for (int64_t t = 0; t < K; t++) {
-        int64_t pos = pos0 + t * dpos;
-        const int64_t q0 = t * m;
-        switch (k) {
-        case K_SUM_F:
-            for (int64_t j = 0; j < m; j++) {
-                if (excl) yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);
-                sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);
-                if (!excl) yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);
-            }
-            break;
-        case K_PROD_F:
-            for (int64_t j = 0; j < m; j++) {
-                double before = hi[j];
-                hi[j] *= xf[q0 + j];
-                yf[q0 + j] = excl ? before : hi[j];
-            }
-            break;
-        case K_LSE:
-            for (int64_t j = 0; j < m; j++) {
-                double before = hi[j];
-                hi[j] = log_add_exp(hi[j], xf[q0 + j]);
-                yf[q0 + j] = excl ? before : hi[j];
-            }
-            break;
-        case K_SUM_I:
-            for (int64_t j = 0; j < m; j++) {
-                int64_t before = iv[j];
-                iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);
-                yi[q0 + j] = excl ? before : iv[j];
-            }
-            break;
-        case K_PROD_I:
-            for (int64_t j = 0; j < m; j++) {
-                int64_t before = iv[j];
-                iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);
-                yi[q0 + j] = excl ? before : iv[j];
-            }
-            break;
-        case K_MAX_F: case K_MIN_F: {
-            bool is_max = k == K_MAX_F;
-            for (int64_t j = 0; j < m; j++) {
-                double x = xf[q0 + j], before = hi[j];
-                int64_t before_i = idx[j];
-                /* PyTorch: if isnan(x) or (!isnan(best) and x >= best) take x */
-                bool take = isnan(x) || (!isnan(hi[j]) && (is_max ? x >= hi[j] : x <= hi[j]));
-                if (take) {
-                    hi[j] = x;
-                    idx[j] = pos;
-                }
-                yf[q0 + j] = excl ? before : hi[j];
-                yidx[q0 + j] = excl ? before_i : idx[j];
-            }
-            break;
+    /* restrict: the blocks are distinct arrays, so the state may live in registers */
+    const double *restrict xf = w->xf;
+    const int64_t *restrict xi = w->xi;
+    double *restrict hi = w->hi, *restrict lo = w->lo, *restrict yf = w->yf;
+    int64_t *restrict iv = w->iv, *restrict idx = w->idx, *restrict yi = w->yi;
+    int64_t *restrict yidx = w->yidx;
+    switch (k) {
+    case K_SUM_F:
+        if (excl) {
+            TILE_LOOP(yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);
+                      sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);)
+        } else {
+            TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);
+                      yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);)
         }
-        case K_MAX_I: case K_MIN_I: {
-            bool is_max = k == K_MAX_I;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t x = xi[q0 + j], before = iv[j], before_i = idx[j];
-                if (is_max ? x >= iv[j] : x <= iv[j]) {
-                    iv[j] = x;
-                    idx[j] = pos;
-                }
-                yi[q0 + j] = excl ? before : iv[j];
-                yidx[q0 + j] = excl ? before_i : idx[j];
-            }
-            break;
-        }
-        }
+        break;
+    case K_PROD_F:
+        TILE_LOOP(double before = hi[j]; hi[j] *= xf[q0 + j];
+                  yf[q0 + j] = excl ? before : hi[j];)
+        break;
+    case K_LSE:
+        TILE_LOOP(double before = hi[j]; hi[j] = log_add_exp(hi[j], xf[q0 + j]);
+                  yf[q0 + j] = excl ? before : hi[j];)
+        break;
+    case K_SUM_I:
+        TILE_LOOP(int64_t before = iv[j]; iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);
+                  yi[q0 + j] = excl ? before : iv[j];)
+        break;
+    case K_PROD_I:
+        TILE_LOOP(int64_t before = iv[j]; iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);
+                  yi[q0 + j] = excl ? before : iv[j];)
+        break;
+    case K_MAX_F:
+        TILE_LOOP(double x = xf[q0 + j], before = hi[j]; int64_t before_i = idx[j];
+                  if (isnan(x) || (!isnan(hi[j]) && x >= hi[j])) { hi[j] = x; idx[j] = pos; }
+                  yf[q0 + j] = excl ? before : hi[j];
+                  yidx[q0 + j] = excl ? before_i : idx[j];)
+        break;
+    case K_MIN_F:
+        TILE_LOOP(double x = xf[q0 + j], before = hi[j]; int64_t before_i = idx[j];
+                  if (isnan(x) || (!isnan(hi[j]) && x <= hi[j])) { hi[j] = x; idx[j] = pos; }
+                  yf[q0 + j] = excl ? before : hi[j];
+                  yidx[q0 + j] = excl ? before_i : idx[j];)
+        break;
+    case K_MAX_I:
+        TILE_LOOP(int64_t x = xi[q0 + j], before = iv[j], before_i = idx[j];
+                  if (x >= iv[j]) { iv[j] = x; idx[j] = pos; }
+                  yi[q0 + j] = excl ? before : iv[j];
+                  yidx[q0 + j] = excl ? before_i : idx[j];)
+        break;
+    case K_MIN_I:
+        TILE_LOOP(int64_t x = xi[q0 + j], before = iv[j], before_i = idx[j];
+                  if (x <= iv[j]) { iv[j] = x; idx[j] = pos; }
+                  yi[q0 + j] = excl ? before : iv[j];
+                  yidx[q0 + j] = excl ? before_i : idx[j];)
+        break;
     }
 }
 
@@ -171,7 +173,7 @@ static void store_tile(const scan_work *w, scan_kind k, const sf_view *out0,
     if (out1) sf_cpu_store_i64(out1->data, out1->dtype, off, stride, n, w->yidx);
 }
 
-size_t sf_cpu_work_size(void) { return sizeof(scan_work) > 65536 ? sizeof(scan_work) : 65536; }
+size_t sf_cpu_scan_work_size(void) { return sizeof(scan_work); }
 
 void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
                  const sf_view *out1, void *work) {

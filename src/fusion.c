@@ -253,6 +253,9 @@ scanfuse_value scanfuse_op(scanfuse_fusion *f, const char *op, const scanfuse_va
 scanfuse_status scanfuse_op2(scanfuse_fusion *f, const char *op, const scanfuse_value *args,
                              int nargs, const char *attrs, scanfuse_value out[2]) {
     int32_t res[SF_MAX_OUT] = {SCANFUSE_NO_VALUE, SCANFUSE_NO_VALUE};
+    if (f && f->status == SCANFUSE_OK && !out)
+        return sf_fail(f, SCANFUSE_ERROR_ARGUMENT, "%s: NULL pointer for the results",
+                       op ? op : "(null)");
     scanfuse_status st = op_call(f, op, args, nargs, attrs, 2, res);
     if (out) {
         out[0] = st == SCANFUSE_OK ? res[0] : SCANFUSE_NO_VALUE;
@@ -320,6 +323,9 @@ scanfuse_value scanfuse_cumprod(scanfuse_fusion *f, scanfuse_value x, int64_t di
 static scanfuse_status scan2(scanfuse_fusion *f, sf_op op, scanfuse_value x, int64_t dim,
                              int flags, scanfuse_value *values, scanfuse_value *indices) {
     int32_t out[SF_MAX_OUT] = {SCANFUSE_NO_VALUE, SCANFUSE_NO_VALUE};
+    if (f && f->status == SCANFUSE_OK && (!values || !indices))
+        return sf_fail(f, SCANFUSE_ERROR_ARGUMENT, "%s: NULL pointer for the %s result",
+                       sf_op_table[op].name, !values ? "values" : "indices");
     scanfuse_status st = emit_scan(f, op, x, dim, SCANFUSE_DTYPE_NONE, flags, out);
     if (values) *values = st == SCANFUSE_OK ? out[0] : SCANFUSE_NO_VALUE;
     if (indices) *indices = st == SCANFUSE_OK ? out[1] : SCANFUSE_NO_VALUE;

@@ -28,9 +28,14 @@ void sf_test_check(bool ok, const char *file, int line, const char *fmt, ...)
 #define CHECK_EQ_INT(a, b)                                                              \
     sf_test_check((long long)(a) == (long long)(b), __FILE__, __LINE__,                 \
                   "%s == %s (%lld vs %lld)", #a, #b, (long long)(a), (long long)(b))
+/* Evaluates `st` once (it is often a call). */
 #define CHECK_STATUS(st, want)                                                          \
-    sf_test_check((st) == (want), __FILE__, __LINE__, "status %s, wanted %s (%s)",      \
-                  scanfuse_status_string(st), scanfuse_status_string(want), #st)
+    do {                                                                                \
+        scanfuse_status sf_check_st_ = (st), sf_check_want_ = (want);                   \
+        sf_test_check(sf_check_st_ == sf_check_want_, __FILE__, __LINE__,               \
+                      "status %s, wanted %s (%s)", scanfuse_status_string(sf_check_st_), \
+                      scanfuse_status_string(sf_check_want_), #st);                     \
+    } while (0)
 
 /* Prints "NAME: N passed, N failed" and returns 0 when nothing failed. */
 int sf_test_finish(const char *name);
