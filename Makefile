@@ -5,7 +5,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 MAIN_EXAMPLE ?= examples/moe_slots.sf
 
-.PHONY: all deps build run test test-release test-sanitize clean
+.PHONY: all deps build run test test-release test-sanitize test-python clean
 
 all: build
 
@@ -31,7 +31,24 @@ test-sanitize: deps
 	cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-test: test-release test-sanitize
+# The Python package (pip install . into a virtualenv under build-python/) and its
+# pytest suite.  Falls back to a --user install when no virtualenv can be made.
+PYVENV ?= build-python/venv
+test-python: deps
+	@set -e; \
+	if [ -x $(PYVENV)/bin/python ] && $(PYVENV)/bin/python -m pip --version >/dev/null 2>&1 \
+	   || { rm -rf $(PYVENV); python3 -m venv $(PYVENV) >/dev/null 2>&1; }; then \
+	  PY=$(PYVENV)/bin/python; USER_FLAG=; \
+	else \
+	  rm -rf $(PYVENV); echo "test-python: no virtualenv (python3-venv missing?); using pip --user"; \
+	  PY=python3; USER_FLAG="--user"; \
+	  if python3 -m pip install --help 2>/dev/null | grep -q break-system-packages; then \
+	    USER_FLAG="--user --break-system-packages"; fi; \
+	fi; \
+	$$PY -m pip install -q --disable-pip-version-check $$USER_FLAG ./ pytest numpy; \
+	$$PY -m pytest -q -p no:cacheprovider python/tests
+
+test: test-release test-sanitize test-python
 
 clean:
 	rm -rf build build-sanitize

@@ -193,6 +193,10 @@ static void dlimport_release(DLImportObject *self) {
     void *m = self->managed;
     if (!m) return;
     self->managed = NULL;
+    /* A deleter may run Python code (a producer's Py_DECREF): never with an exception
+     * set, and whatever was pending is kept. */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
     if (self->versioned) {
         sfpy_managed_v *mv = (sfpy_managed_v *)m;
         if (mv->deleter) mv->deleter(mv);
@@ -200,6 +204,7 @@ static void dlimport_release(DLImportObject *self) {
         sfpy_managed *ml = (sfpy_managed *)m;
         if (ml->deleter) ml->deleter(ml);
     }
+    PyErr_Restore(et, ev, tb);
 }
 
 /* Calls obj.__dlpack__(max_version=(1, 0)), falling back to obj.__dlpack__() when the

@@ -208,6 +208,15 @@ def _framework(obj):
     return top if top in ("numpy", "torch", "cupy") else None
 
 
+def _as_array(obj):
+    """NumPy scalars (numpy.float64(1.0)) have no __dlpack__: take them as 0-d arrays."""
+    if not hasattr(obj, "__dlpack__"):
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(obj, np.generic):
+            return np.asarray(obj)
+    return obj
+
+
 def _wrap(result, like):
     """A scanfuse.Tensor result as an array of `like`'s library (no copy), when that
     library can hold it; anything else is returned as it is."""
@@ -266,6 +275,7 @@ def _scan(op, input, dim, dtype, exclusive, reverse, out, two, takes_dtype):
             outs = [out[0], out[1]]
         else:
             outs = [out]
+    input = _as_array(input)
     imports = []
     try:
         x = _C.DLImport(input, who + ": input")
@@ -418,6 +428,7 @@ class Program:
                     raise _error("program: %d outputs given, it has %d"
                                 % (len(given), len(self.outputs)))
                 outs = given
+        ordered = [_as_array(a) for a in ordered]
         like = ordered[0] if ordered else None
         dev, idx = self._c.device
         if dev == _C.DEVICE_CUDA:
