@@ -3,7 +3,7 @@
 #   make test   builds and runs every test: a -Werror release build and an
 #               AddressSanitizer + UndefinedBehaviorSanitizer build, each under CTest
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-MAIN_EXAMPLE ?= examples/moe_slots.sf
+MAIN_EXAMPLE ?= examples/moe_routing.sf
 
 .PHONY: all deps build run test test-release test-sanitize test-python clean
 

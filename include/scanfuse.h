@@ -188,7 +188,7 @@ scanfuse_value scanfuse_input(scanfuse_fusion *fusion, const char *name,
  * the fusion text form ("dim=-1, dtype=f32, exclusive=true").  The tensor arguments
  * fill the op's tensor parameters in order; `attrs` may be NULL or "".  This is the
  * general entry point: every op in the table (see the README or `scanfuse ops`) can be
- * built through it.  For ops with two results (cummax, cummin), use scanfuse_op2.
+ * built through it.  For ops with two results (cummax, cummin, topk), use scanfuse_op2.
  */
 scanfuse_value scanfuse_op(scanfuse_fusion *fusion, const char *op,
                            const scanfuse_value *args, int nargs, const char *attrs);
@@ -315,9 +315,24 @@ typedef struct scanfuse_options {
     int fuse;                         /* 1 (default): fuse ops into kernels; 0: op by op */
     const char *dump_ir;              /* NULL, a pass name, or "all": print the IR after
                                          that pass (or every pass) to stderr             */
+    void *cuda_stream;                /* CUDA device: the stream (CUstream, cudaStream_t)
+                                         runs are queued on; NULL (the default) is the
+                                         legacy default stream.  Inputs and outputs are
+                                         device memory (DLPack kDLCUDA or kDLCUDAManaged)
+                                         of the caller's current context, else of the
+                                         primary context of device_id.  A run returns
+                                         once its kernels are queued on the stream; it
+                                         waits for the stream only when the program can
+                                         fail at run time (integer remainder or
+                                         floor_divide: the division-by-zero check).
+                                         Runs of one program must not overlap.  (differs:
+                                         the device needs tensors whose data is aligned
+                                         to the element size, as every framework's are;
+                                         others give SCANFUSE_ERROR_ARGUMENT)           */
 } scanfuse_options;
 
-/* Fills the defaults: CPU, device 0, all cores, native cumsum, fusion on, no dump. */
+/* Fills the defaults: CPU, device 0, all cores, native cumsum, fusion on, no dump,
+ * the default CUDA stream. */
 void scanfuse_options_init(scanfuse_options *options);
 
 /* Parses "native", "matmul", "masked-sum".  SCANFUSE_ERROR_ARGUMENT otherwise. */

@@ -11,7 +11,10 @@
  *    storage (they are copied into the caller's buffer); every value is decoded here.
  *  - sf_bind_args: matches arguments to parameters like Python does (positional first,
  *    then keywords, each parameter at most once, defaults for the rest) and stores each
- *    one in the sf_attrs field its name maps to.
+ *    one in the sf_attrs field its name maps to.  One extension: a positional tensor
+ *    met where a non-tensor parameter comes next fills the next tensor parameter, so
+ *    the tensors-first order of scanfuse_op works for ops such as gather(x, dim,
+ *    index).  Word parameters (reduce=add) take a bare or quoted word, checked here.
  *
  * Invariants: nothing here touches the fusion except to append weak scalar nodes, and
  * those are appended only after every argument has been checked, so a rejected call
@@ -209,6 +212,19 @@ static scanfuse_status lex_number(lexer *lx, sf_num *out) {
     return SCANFUSE_OK;
 }
 
+/* Stores a word for a word parameter (SF_ARG_STR); `at` is its position. */
+static scanfuse_status put_word(lexer *lx, size_t at, const char *word, sf_arg *out) {
+    size_t n = strlen(word);
+    if (n == 0 || n >= sizeof out->str) {
+        sf_msg(lx->msg, lx->msglen, "column %d: word '%.40s' is too long or empty", col_of(at),
+               word);
+        return SCANFUSE_ERROR_PARSE;
+    }
+    memcpy(out->str, word, n + 1);
+    out->kind = SF_ARG_STR;
+    return SCANFUSE_OK;
+}
+
 /* A bare word: true/false/none (also Python's capitalized spellings) or a dtype name.
  * Dtype names may contain dots (torch.float16); NumPy descrs ("<f4") are lexed by the
  * caller as words too.  `key` is the keyword the value is given for (NULL when
@@ -242,6 +258,8 @@ static scanfuse_status lex_word(lexer *lx, const char *key, sf_arg *out) {
         out->kind = SF_ARG_NONE;
         return SCANFUSE_OK;
     }
+    if (key && sf_is_word_param(key)) /* reduce=add: a word, checked when binding */
+        return put_word(lx, start, word, out);
     if (strcmp(word, "inf") == 0 || strcmp(word, "infinity") == 0 || strcmp(word, "nan") == 0) {
         out->kind = SF_ARG_FLOAT;
         out->num = num_float(word[0] == 'n' ? NAN : INFINITY);
@@ -342,6 +360,11 @@ static scanfuse_status lex_value(lexer *lx, const char *key, sf_arg *out) {
         }
         memcpy(word, t + open + 1, n);
         word[n] = '\0';
+        if (key && sf_is_word_param(key)) { /* reduce="add" */
+            scanfuse_status st = put_word(lx, open, word, out);
+            if (st == SCANFUSE_OK) lx->pos = open + n + 2;
+            return st;
+        }
         char m[160];
         if (sf_dtype_parse(word, &out->dtype, m, sizeof m) != SCANFUSE_OK) {
             sf_msg(lx->msg, lx->msglen, "%s", m);
@@ -382,7 +405,8 @@ static sf_pkind parse_pkind(const char *s, size_t n) {
         const char *name;
         sf_pkind kind;
     } kinds[] = {{"tensor", SF_P_TENSOR}, {"int", SF_P_INT},   {"ints", SF_P_INTS},
-                 {"num", SF_P_NUM},       {"bool", SF_P_BOOL}, {"dtype", SF_P_DTYPE}};
+                 {"num", SF_P_NUM},       {"bool", SF_P_BOOL}, {"dtype", SF_P_DTYPE},
+                 {"str", SF_P_STR}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strlen(kinds[i].name) == n && strncmp(kinds[i].name, s, n) == 0) return kinds[i].kind;
     SF_ASSERT(!"unknown parameter kind in ops.def");
@@ -429,6 +453,34 @@ const sf_signature *sf_op_signature(sf_op op) {
         sig_parsed = true;
     }
     return &sig_table[op];
+}
+
+bool sf_is_word_param(const char *name) {
+    if (!name) return false;
+    for (int op = 0; op < SF_NUM_OPS; op++) {
+        const sf_signature *sig = sf_op_signature((sf_op)op);
+        for (int p = 0; p < sig->nparams; p++)
+            if (sig->params[p].kind == SF_P_STR && strcmp(sig->params[p].name, name) == 0)
+                return true;
+    }
+    return false;
+}
+
+bool sf_reduce_parse(const char *word, sf_reduce *out) {
+    /* PyTorch's scatter spells it reduce='add'; nothing else is supported yet. */
+    if (word && strcmp(word, "add") == 0) {
+        *out = SF_REDUCE_ADD;
+        return true;
+    }
+    return false;
+}
+
+const char *sf_reduce_name(sf_reduce r) {
+    switch (r) {
+    case SF_REDUCE_NONE: return "none";
+    case SF_REDUCE_ADD: return "add";
+    }
+    return "?";
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -526,6 +578,7 @@ static void describe_arg(const scanfuse_fusion *f, const sf_arg *a, char *out, s
     case SF_ARG_BOOL: snprintf(out, outlen, "bool %s", a->num.i ? "true" : "false"); return;
     case SF_ARG_DTYPE: snprintf(out, outlen, "dtype %s", scanfuse_dtype_name(a->dtype)); return;
     case SF_ARG_NONE: snprintf(out, outlen, "none"); return;
+    case SF_ARG_STR: snprintf(out, outlen, "word '%s'", a->str); return;
     case SF_ARG_LIST: {
         size_t len = 0;
         len += (size_t)snprintf(out, outlen, "list [");
@@ -547,6 +600,7 @@ static const char *pkind_name(sf_pkind k) {
     case SF_P_NUM: return "a number";
     case SF_P_BOOL: return "a bool";
     case SF_P_DTYPE: return "a dtype";
+    case SF_P_STR: return "a word";
     }
     return "?";
 }
@@ -564,6 +618,7 @@ static bool arg_fits(const sf_param *prm, const sf_arg *a) {
         return a->kind == SF_ARG_INT || a->kind == SF_ARG_FLOAT || a->kind == SF_ARG_BOOL;
     case SF_P_BOOL: return a->kind == SF_ARG_BOOL;
     case SF_P_DTYPE: return a->kind == SF_ARG_DTYPE;
+    case SF_P_STR: return a->kind == SF_ARG_STR;
     }
     return false;
 }
@@ -610,6 +665,21 @@ static void store_attr(const sf_param *prm, const sf_arg *a, sf_attrs *at) {
         at->reverse = a->num.i != 0;
     } else if (strcmp(nm, "keepdim") == 0) {
         at->keepdim = a->num.i != 0;
+    } else if (strcmp(nm, "k") == 0 || strcmp(nm, "num_classes") == 0 ||
+               strcmp(nm, "minlength") == 0 || strcmp(nm, "range") == 0) {
+        at->count = a->num.i;
+        at->has_count = true;
+    } else if (strcmp(nm, "largest") == 0) {
+        at->largest = a->num.i != 0;
+    } else if (strcmp(nm, "sorted") == 0) {
+        at->sorted = a->num.i != 0;
+    } else if (strcmp(nm, "descending") == 0) {
+        at->descending = a->num.i != 0;
+    } else if (strcmp(nm, "stable") == 0) {
+        at->stable = a->num.i != 0;
+    } else if (strcmp(nm, "reduce") == 0) {
+        bool ok = sf_reduce_parse(a->str, &at->reduce);
+        SF_ASSERT(ok); /* sf_bind_args checked the word */
     } else {
         SF_ASSERT(!"ops.def parameter without an sf_attrs field");
     }
@@ -655,13 +725,26 @@ scanfuse_status sf_bind_args(scanfuse_fusion *f, sf_op op, const sf_arg *args, i
                 sf_msg(msg, msglen, "%s: positional argument follows keyword argument", opname);
                 return SCANFUSE_ERROR_ARGUMENT;
             }
+            while (npos < sig->nparams && bound[npos] >= 0) npos++; /* taken, see below */
             if (npos >= sig->nparams) {
                 if (bad_arg) *bad_arg = i;
                 sf_msg(msg, msglen, "%s: too many positional arguments (takes at most %d, got %d)",
-                       opname, sig->nparams, npos + 1);
+                       opname, sig->nparams, i + 1);
                 return SCANFUSE_ERROR_ARGUMENT;
             }
-            p = npos++;
+            p = npos;
+            /* A tensor where a non-tensor parameter comes next fills the next tensor
+             * parameter instead, so the tensors-first spelling that scanfuse_op and the
+             * printer use, gather(x, idx, dim=1), binds like torch's gather(x, 1, idx);
+             * the skipped parameters still take the positional arguments that follow. */
+            if (a->kind == SF_ARG_VALUE && sig->params[p].kind != SF_P_TENSOR) {
+                for (int q = p + 1; q < sig->nparams; q++)
+                    if (sig->params[q].kind == SF_P_TENSOR && bound[q] < 0) {
+                        p = q;
+                        break;
+                    }
+            }
+            if (p == npos) npos++;
         } else {
             seen_key = true;
             for (p = 0; p < sig->nparams; p++)
@@ -684,6 +767,14 @@ scanfuse_status sf_bind_args(scanfuse_fusion *f, sf_op op, const sf_arg *args, i
             if (bad_arg) *bad_arg = i;
             sf_msg(msg, msglen, "%s: argument '%s' must be %s, got %s", opname, prm->name,
                    pkind_name(prm->kind), d);
+            return SCANFUSE_ERROR_ARGUMENT;
+        }
+        sf_reduce rd;
+        if (a->kind == SF_ARG_STR && !sf_reduce_parse(a->str, &rd)) {
+            /* the one word parameter so far is reduce= */
+            if (bad_arg) *bad_arg = i;
+            sf_msg(msg, msglen, "%s: argument '%s' must be none or add, got '%s'", opname,
+                   prm->name, a->str);
             return SCANFUSE_ERROR_ARGUMENT;
         }
         bound[p] = i;

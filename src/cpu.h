@@ -284,9 +284,27 @@ void sf_cpu_tri(const sf_node *node, const sf_view *in, const sf_view *out);
 size_t sf_cpu_scan_work_size(void);
 size_t sf_cpu_reduce_work_size(void);
 
-/* cumsum, cumprod, cummax, cummin (out1: int64 indices), logcumsumexp. */
+/* cumsum, cumprod, cummax, cummin (out1: int64 indices), logcumsumexp, on the calling
+ * thread (the fused tile path calls this on sub-views: a scan's bytes depend only on
+ * each scanned row's values, never on the layout, the sub-view or the thread count). */
 void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
                  const sf_view *out1, void *work);
+/* The same on up to `threads` threads (0: every core; cpu_threads.c's pool), giving the
+ * same bytes for every thread count.  `work` is used by the calling thread only. */
+void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
+                    const sf_view *out1, void *work, int threads);
+/* The instruction set of the scan kernels: "avx512", "avx2" or "portable" (chosen from
+ * the CPU's features).  sf_cpu_scan_force_isa selects one for tests (NULL: automatic
+ * again); false when the CPU lacks it.  Every ISA gives the same bytes. */
+const char *sf_cpu_scan_isa(void);
+bool sf_cpu_scan_force_isa(const char *name);
+/* Scans moving fewer bytes than this run on one thread, and outputs of at least
+ * sf_cpu_scan_nt_min_bytes are written with non-temporal stores (variables for tests
+ * and measurements). */
+extern int64_t sf_cpu_scan_mt_min_bytes, sf_cpu_scan_nt_min_bytes;
+/* Seconds a thread waits for the carry of the partition before its own, on a long row
+ * split over threads, before computing it itself (0 in tests: always). */
+extern double sf_cpu_scan_wait_s;
 
 /* sum, prod, max, min, mean, argmax, argmin. */
 void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work);
@@ -296,5 +314,54 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
 int64_t sf_cpu_matmul_scratch(int na, const int64_t *ashape, int nb, const int64_t *bshape);
 scanfuse_status sf_cpu_matmul(const sf_view *a, const sf_view *b, const sf_view *out,
                               void *scratch, char *msg, size_t msglen);
+
+/* Index and sort ops (cpu_index.c): topk, argsort, one_hot, bincount, gather,
+ * take_along_dim, index_select, scatter.  scratch holds sf_cpu_index_scratch() bytes
+ * (8-aligned) for the node; out1 is topk's indices (NULL otherwise).  An index out of
+ * range returns SCANFUSE_ERROR_VALUE with a message; the results are then garbage and
+ * must not reach the caller (sf_cpu_index_may_fail says which nodes can fail). */
+int64_t sf_cpu_index_scratch(const scanfuse_fusion *f, const sf_node *node);
+bool sf_cpu_index_may_fail(const sf_node *node);
+scanfuse_status sf_cpu_index(const scanfuse_fusion *f, const sf_node *node, const sf_view *in,
+                             const sf_view *out0, const sf_view *out1, void *scratch, char *msg,
+                             size_t msglen);
+
+/* ------------------------------------------------------------------------------ */
+/* Fused segments (cpu_fused.c)                                                     */
+/* ------------------------------------------------------------------------------ */
+
+/*
+ * A fused segment (SF_SEG_POINTWISE, SCAN or REDUCE with two or more compute nodes)
+ * planned for tile-by-tile execution.  A tile is a box of the segment's iteration
+ * domain that holds whole scanned rows / whole reduced extents; each compute node runs
+ * on the tile with the same kernel the op-by-op path uses (sf_cpu_pointwise,
+ * sf_cpu_copy, sf_cpu_scan, sf_cpu_reduce, sf_cpu_index) on sub-views, or with a float32
+ * fast path proven to give the same bytes; intermediates live in small per-worker tile
+ * buffers of their own dtype, and only the segment's outputs are written to their
+ * whole buffers (a lazy index_select's rows just before the tiles that read them).
+ * Results are therefore the same bytes as running the nodes op by op, for any tiling
+ * and thread count.
+ */
+typedef struct sf_cpu_fused sf_cpu_fused;
+/* Plans segment seg of f (cdt: per node, the common dtype of pointwise nodes) for up to
+ * `threads` threads of the pool (cpu_threads.h).  NULL with *st and msg set on failure. */
+sf_cpu_fused *sf_cpu_fused_plan(const scanfuse_fusion *f, const sf_segment *seg,
+                                const scanfuse_dtype *cdt, int threads, scanfuse_status *st,
+                                char *msg, size_t msglen);
+void sf_cpu_fused_free(sf_cpu_fused *fp);
+/* Scratch bytes of one run (every worker's tile buffers and scan/reduction work). */
+size_t sf_cpu_fused_scratch_size(const sf_cpu_fused *fp);
+/* The values the run needs whole views of, in io order: values read from outside the
+ * tiles (inputs, earlier segments' outputs, setup results) and the segment's outputs
+ * (their destinations).  Returns the count; *ids points into the plan. */
+int sf_cpu_fused_io(const sf_cpu_fused *fp, const int32_t **ids);
+/* Runs every tile.  io[i] is the whole view of value ids[i] (live; destinations
+ * allocated).  scratch: sf_cpu_fused_scratch_size() bytes.  Only the destinations are
+ * written.  An error (integer division by zero, an index out of range) is reported for
+ * the first failing tile; destinations then hold garbage. */
+scanfuse_status sf_cpu_fused_run(const sf_cpu_fused *fp, const sf_view *io, void *scratch,
+                                 char *msg, size_t msglen);
+/* Test hook: elements per tile for plans made while it is > 0 (0: sized for L2). */
+extern int64_t sf_cpu_fused_tile_elems;
 
 #endif /* SF_CPU_H */

@@ -1,9 +1,12 @@
 /*
  * cpu_backend.c — the CPU backend's vtable (sf_backend_cpu): compile-time planning of
- * every buffer a run needs, and the run-time node loop.
+ * every buffer a run needs, and the run-time segment loop.
  *
- * A run walks the lowered fusion's nodes in order (op by op for now; the segments a
- * later fusing backend will use are ignored).  Every value is an sf_view:
+ * A run walks the program's segments (kernels, segment.c) in order.  A segment with
+ * one compute node runs op by op on whole values (cpu_exec_node); a fused segment runs
+ * its setup nodes (views, constants) op by op, then its compute nodes tile by tile
+ * (cpu_fused.c), so its intermediates never get a whole buffer: only the values it
+ * outputs do.  Every value that exists whole is an sf_view:
  *  - fusion inputs are the caller's views, never written;
  *  - expand, permute, slice (and reshape of a contiguous value) are views of their
  *    input's memory, copying nothing;
@@ -12,11 +15,13 @@
  *    program's arena, or the caller's output tensor itself (see below).
  *
  * Memory plan (compile): shapes are static, so every slot gets an arena offset from a
- * first-fit interval allocation over the nodes (a slot lives from its producer to the
- * last read of any view of it; outputs to the end).  The arena is allocated on the
- * first run and kept for later runs (one allocation, no page faults after the first
- * run); a program runs one call at a time.  Scan/reduction work areas and matmul
- * scratch live in the arena too, so a run allocates nothing else.
+ * first-fit interval allocation over the segments (a slot lives from the segment that
+ * first computes it to the last segment reading any view of it; outputs to the end).
+ * The arena is allocated on the first run and kept for later runs (one allocation, no
+ * page faults after the first run); a program runs one call at a time.  Scan/reduction
+ * work areas, matmul and index scratch and the fused segments' tile buffers live in
+ * the arena too, so a run allocates nothing else.  Scans and fused segments use up to
+ * options.threads threads of the process-wide pool (cpu_threads.h).
  *
  * Outputs: nothing reaches the caller's outputs unless every node succeeds.  When no
  * node can fail at run time (only integer remainder/floor_divide can: division by
@@ -30,6 +35,7 @@
  * to the op's common dtype (docs/OPS.md).
  */
 #include "cpu.h"
+#include "cpu_threads.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +53,12 @@ typedef struct cpu_plan {
     bool may_fail;        /* some node can fail at run time */
     size_t arena_size;
     void *arena;          /* allocated by the first run, kept for later runs */
+    /* segments (fused kernels; see cpu_fused.c) */
+    int nsegments;
+    sf_cpu_fused **fused; /* per segment: its tile plan, or NULL (runs op by op) */
+    int64_t *seg_scratch; /* per segment: arena offset of its tile scratch, or -1 */
+    int max_io;           /* the most whole views a fused segment needs */
+    int threads;          /* threads for scans and fused segments (options.threads resolved) */
 } cpu_plan;
 
 /* Run-time state of one value. */
@@ -64,6 +76,7 @@ typedef struct cpu_run {
     const sf_view *outputs;
     bool direct_ok;   /* results may be computed into the caller's outputs */
     bool *written;    /* per output: already holds its value */
+    sf_view *io;      /* whole views handed to a fused segment (plan->max_io) */
     char *msg;
     size_t msglen;
 } cpu_run;
@@ -95,6 +108,88 @@ static scanfuse_dtype common_dtype(const scanfuse_fusion *f, const sf_node *n) {
     }
 }
 
+/* ---- index ranges: index ops that cannot meet a bad index ----
+ * An index op fails only on an index out of range.  When the index values provably lie
+ * in range (they are argsort/topk/argmax results, moved by views, divided or reduced
+ * modulo by positive literals, ...), the op cannot fail, so it does not stop results
+ * from being computed straight into the caller's outputs (see may_fail). */
+
+/* The inclusive range [*lo, *hi] of the integer values of value v, if known. */
+static bool int_range(const scanfuse_fusion *f, int32_t v, int64_t *lo, int64_t *hi, int depth) {
+    const sf_value *val = &f->values[v];
+    if (depth > 32 || val->producer < 0 || sf_dtype_is_float(val->dtype)) return false;
+    const sf_node *p = &f->nodes[val->producer];
+    const sf_value *x = p->nin > 0 ? &f->values[p->in[0]] : NULL;
+    int64_t a, b, c = 0;
+    /* a positive integer literal as the second operand */
+    bool lit = p->nin == 2 && f->values[p->in[1]].weak &&
+               f->values[p->in[1]].producer >= 0 &&
+               f->nodes[f->values[p->in[1]].producer].op == SF_OP_scalar &&
+               f->nodes[f->values[p->in[1]].producer].a.value.kind == SF_NUM_INT;
+    if (lit) c = f->nodes[f->values[p->in[1]].producer].a.value.i;
+    const int64_t big = (int64_t)1 << 40; /* keeps the arithmetic below exact */
+    switch (p->op) {
+    case SF_OP_topk:
+        if (val->slot != 1) return false;
+        *lo = 0;
+        *hi = (x->ndim > 0 ? x->shape[p->a.dim] : 1) - 1;
+        return true;
+    case SF_OP_argsort:
+        *lo = 0;
+        *hi = (x->ndim > 0 ? x->shape[p->a.dim] : 1) - 1;
+        return true;
+    case SF_OP_argmax: case SF_OP_argmin:
+        *lo = 0;
+        *hi = ((p->a.has_dim && x->ndim > 0) ? x->shape[p->a.dim] : sf_value_numel(x)) - 1;
+        return true;
+    case SF_OP_reshape: case SF_OP_permute: case SF_OP_slice: case SF_OP_expand:
+        return int_range(f, p->in[0], lo, hi, depth + 1);
+    case SF_OP_cast:
+        if (!int_range(f, p->in[0], lo, hi, depth + 1)) return false;
+        return *lo >= sf_int_min(val->dtype) && *hi <= sf_int_max(val->dtype);
+    case SF_OP_floor_divide:
+        if (!lit || c <= 0 || !int_range(f, p->in[0], &a, &b, depth + 1) || a < 0) return false;
+        *lo = a / c;
+        *hi = b / c;
+        return true;
+    case SF_OP_remainder:
+        if (!lit || c <= 0) return false;
+        *lo = 0;
+        *hi = c - 1;
+        return true;
+    case SF_OP_add: case SF_OP_sub:
+        if (!lit || c <= -big || c >= big || !int_range(f, p->in[0], &a, &b, depth + 1) ||
+            a <= -big || b >= big)
+            return false;
+        *lo = p->op == SF_OP_add ? a + c : a - c;
+        *hi = p->op == SF_OP_add ? b + c : b - c;
+        return *lo >= sf_int_min(val->dtype) && *hi <= sf_int_max(val->dtype);
+    default:
+        return false;
+    }
+}
+
+/* Does index op n surely meet only indices in range? */
+static bool index_in_range(const scanfuse_fusion *f, const sf_node *n) {
+    const sf_value *x = &f->values[n->in[0]];
+    int64_t lo, hi, size;
+    int32_t ix = n->nin > 1 ? n->in[1] : n->in[0];
+    switch (n->op) {
+    case SF_OP_gather: case SF_OP_index_select: case SF_OP_scatter:
+        size = x->ndim > 0 ? x->shape[n->a.dim] : 1;
+        break;
+    case SF_OP_take_along_dim:
+        size = !n->a.has_dim ? sf_value_numel(x) : x->ndim > 0 ? x->shape[n->a.dim] : 1;
+        break;
+    case SF_OP_bincount: case SF_OP_one_hot: case SF_OP_argsort:
+        size = n->a.count;
+        break;
+    default:
+        return false;
+    }
+    return int_range(f, ix, &lo, &hi, 0) && lo >= 0 && hi < size;
+}
+
 /* Shape ops whose result is a view of their input (reshape only sometimes). */
 static bool op_is_view(sf_op op) {
     return op == SF_OP_expand || op == SF_OP_permute || op == SF_OP_slice ||
@@ -108,13 +203,17 @@ static void cpu_plan_free(cpu_plan *pl) {
     free(pl->direct);
     free(pl->cdt);
     free(pl->arena);
+    if (pl->fused)
+        for (int s = 0; s < pl->nsegments; s++) sf_cpu_fused_free(pl->fused[s]);
+    free(pl->fused);
+    free(pl->seg_scratch);
     free(pl);
 }
 
 /* ---- the memory plan ---- */
 
 typedef struct block {
-    int64_t off, size, end; /* end: the last node index that uses it */
+    int64_t off, size, end; /* end: the last segment that uses it */
 } block;
 
 typedef struct arena_alloc {
@@ -124,7 +223,7 @@ typedef struct arena_alloc {
     int64_t top;  /* the arena size so far */
 } arena_alloc;
 
-/* Drops blocks no longer used at node `now`. */
+/* Drops blocks no longer used at segment `now`. */
 static void arena_expire(arena_alloc *al, int now) {
     int k = 0;
     for (int i = 0; i < al->nlive; i++)
@@ -156,11 +255,26 @@ static bool value_bytes(const sf_value *v, int64_t *bytes) {
            *bytes <= INT64_MAX / 2;
 }
 
+/* A segment runs tile by tile (cpu_fused.c) when it fuses two or more compute nodes;
+ * otherwise its nodes run op by op on whole values. */
+static bool segment_is_tiled(const scanfuse_fusion *f, const sf_segment *seg) {
+    if (seg->kind == SF_SEG_OPAQUE || seg->kind == SF_SEG_SMALL) return false;
+    int compute = 0;
+    for (int j = 0; j < seg->nnodes; j++) compute += !sf_node_is_setup(f->nodes[seg->nodes[j]].op);
+    return compute >= 2;
+}
+
+static bool segment_outputs(const sf_segment *seg, int32_t v) {
+    for (int o = 0; o < seg->noutputs; o++)
+        if (seg->outputs[o] == v) return true;
+    return false;
+}
+
 static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
     const scanfuse_fusion *f = p->fusion;
-    int nv = f->nvalues, nn = f->nnodes;
+    int nv = f->nvalues, nn = f->nnodes, ns = p->nsegments;
     scanfuse_status st = SCANFUSE_ERROR_MEMORY;
-    int32_t *last = NULL, *parent = NULL;
+    int32_t *last = NULL, *parent = NULL, *born = NULL;
     int64_t *end = NULL;
     arena_alloc al = {NULL, 0, 0, 0};
     cpu_plan *pl = sf_calloc(1, sizeof *pl);
@@ -174,24 +288,41 @@ static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
     last = sf_malloc((size_t)nv * sizeof *last);
     parent = sf_malloc((size_t)nv * sizeof *parent);
     end = sf_malloc((size_t)nv * sizeof *end);
-    al.live = sf_malloc((size_t)(2 * nn + 1) * sizeof *al.live);
+    born = sf_malloc((size_t)nv * sizeof *born);
+    al.live = sf_malloc((size_t)(nv + 2 * nn + ns + 1) * sizeof *al.live);
+    pl->nsegments = ns;
+    pl->fused = sf_calloc((size_t)(ns ? ns : 1), sizeof *pl->fused);
+    pl->seg_scratch = sf_malloc((size_t)(ns ? ns : 1) * sizeof *pl->seg_scratch);
     if (!pl->slot || !pl->scratch || !pl->direct || !pl->cdt || !last || !parent || !end ||
-        !al.live)
+        !born || !al.live || !pl->fused || !pl->seg_scratch)
         goto fail;
 
-    /* Liveness: the last node reading each value (outputs: past the last node). */
+    /* Liveness in segment order: a value is born in the first segment that computes it
+     * (setup nodes may run in several) and lives to the last segment reading it
+     * (outputs: past the last segment). */
     bool need_work = false;
     for (int v = 0; v < nv; v++) {
         pl->slot[v] = -1;
         pl->direct[v] = -1;
         parent[v] = -1;
-        int32_t prod = f->values[v].producer;
-        last[v] = prod >= 0 ? prod : 0;
+        born[v] = -1;
+        last[v] = 0;
+    }
+    for (int s = 0; s < ns; s++) {
+        const sf_segment *seg = &p->segments[s];
+        pl->seg_scratch[s] = -1;
+        for (int j = 0; j < seg->nnodes; j++) {
+            const sf_node *n = &f->nodes[seg->nodes[j]];
+            for (int k = 0; k < n->nin; k++) last[n->in[k]] = s;
+            for (int k = 0; k < n->nout; k++) {
+                if (born[n->out[k]] < 0) born[n->out[k]] = s;
+                last[n->out[k]] = s;
+            }
+        }
     }
     for (int i = 0; i < nn; i++) {
         const sf_node *n = &f->nodes[i];
         if ((st = cpu_supports(f, i, msg, msglen)) != SCANFUSE_OK) goto fail_msg;
-        for (int k = 0; k < n->nin; k++) last[n->in[k]] = i;
         if (op_is_view(n->op)) parent[n->out[0]] = n->in[0];
         sf_kind kind = sf_op_table[n->op].kind;
         if (kind == SF_KIND_SCAN || kind == SF_KIND_REDUCTION) need_work = true;
@@ -200,9 +331,11 @@ static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
         if ((n->op == SF_OP_remainder || n->op == SF_OP_floor_divide) &&
             !sf_dtype_is_float(pl->cdt[i]))
             pl->may_fail = true;
+        if (kind == SF_KIND_INDEX && sf_cpu_index_may_fail(n) && !index_in_range(f, n))
+            pl->may_fail = true; /* bad indices */
     }
     for (int o = f->noutputs - 1; o >= 0; o--) {
-        last[f->outputs[o]] = nn;
+        last[f->outputs[o]] = ns;
         pl->direct[f->outputs[o]] = o; /* the first output of that value */
     }
     /* A slot lives until the last read of any value viewing it. */
@@ -217,27 +350,50 @@ static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
     }
     al.top = al.base;
     pl->work = 0;
-    for (int i = 0; i < nn; i++) {
-        const sf_node *n = &f->nodes[i];
-        arena_expire(&al, i);
-        for (int k = 0; k < n->nout; k++) {
-            int32_t v = n->out[k];
-            if (n->op == SF_OP_expand || n->op == SF_OP_permute || n->op == SF_OP_slice)
-                continue; /* pure views */
-            int64_t bytes = 8; /* full: one element */
-            if (n->op != SF_OP_full && !value_bytes(&f->values[v], &bytes)) {
-                sf_msg(msg, msglen, "cpu: a value of %s is too large",
-                       sf_op_table[n->op].name);
-                st = SCANFUSE_ERROR_MEMORY;
-                goto fail_msg;
+    pl->threads = sf_pool_threads(p->options.threads);
+    pl->max_io = 0;
+    for (int s = 0; s < ns; s++) {
+        const sf_segment *seg = &p->segments[s];
+        arena_expire(&al, s);
+        bool tiled = segment_is_tiled(f, seg);
+        if (tiled) {
+            pl->fused[s] = sf_cpu_fused_plan(f, seg, pl->cdt, pl->threads, &st, msg, msglen);
+            if (!pl->fused[s]) goto fail_msg;
+            const int32_t *ids;
+            int nio = sf_cpu_fused_io(pl->fused[s], &ids);
+            if (nio > pl->max_io) pl->max_io = nio;
+        }
+        for (int j = 0; j < seg->nnodes; j++) {
+            int i = seg->nodes[j];
+            const sf_node *n = &f->nodes[i];
+            bool setup = sf_node_is_setup(n->op);
+            for (int k = 0; k < n->nout; k++) {
+                int32_t v = n->out[k];
+                if (born[v] != s || pl->slot[v] >= 0) continue;
+                if (n->op == SF_OP_expand || n->op == SF_OP_permute || n->op == SF_OP_slice)
+                    continue; /* pure views */
+                /* inside a tiled segment only what leaves it gets a whole buffer */
+                if (tiled && !setup && !segment_outputs(seg, v)) continue;
+                int64_t bytes = 8; /* full: one element */
+                if (n->op != SF_OP_full && !value_bytes(&f->values[v], &bytes)) {
+                    sf_msg(msg, msglen, "cpu: a value of %s is too large",
+                           sf_op_table[n->op].name);
+                    st = SCANFUSE_ERROR_MEMORY;
+                    goto fail_msg;
+                }
+                pl->slot[v] = arena_place(&al, bytes, end[v]);
             }
-            pl->slot[v] = arena_place(&al, bytes, end[v]);
+            if (n->op == SF_OP_matmul) {
+                const sf_value *a = &f->values[n->in[0]], *b = &f->values[n->in[1]];
+                pl->scratch[i] = arena_place(&al, sf_cpu_matmul_scratch(a->ndim, a->shape,
+                                                                        b->ndim, b->shape), s);
+            }
+            if (sf_op_table[n->op].kind == SF_KIND_INDEX)
+                pl->scratch[i] = arena_place(&al, sf_cpu_index_scratch(f, n), s);
         }
-        if (n->op == SF_OP_matmul) {
-            const sf_value *a = &f->values[n->in[0]], *b = &f->values[n->in[1]];
-            pl->scratch[i] = arena_place(&al, sf_cpu_matmul_scratch(a->ndim, a->shape,
-                                                                    b->ndim, b->shape), i);
-        }
+        if (tiled)
+            pl->seg_scratch[s] =
+                arena_place(&al, (int64_t)sf_cpu_fused_scratch_size(pl->fused[s]), s);
         if (al.top > INT64_MAX / 4 || (uint64_t)al.top > (uint64_t)SIZE_MAX / 2) {
             sf_msg(msg, msglen, "cpu: the program needs too much memory");
             st = SCANFUSE_ERROR_MEMORY;
@@ -248,6 +404,7 @@ static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
     free(last);
     free(parent);
     free(end);
+    free(born);
     free(al.live);
     p->backend_state = pl;
     return SCANFUSE_OK;
@@ -257,6 +414,7 @@ fail_msg:
     free(last);
     free(parent);
     free(end);
+    free(born);
     free(al.live);
     cpu_plan_free(pl);
     return st;
@@ -347,12 +505,13 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
     /* scans */
     case SF_OP_cumsum: case SF_OP_cumprod: case SF_OP_logcumsumexp:
         val_result(r, o0);
-        sf_cpu_scan(n, &in[0], &r->vals[o0].v, NULL, work);
+        sf_cpu_scan_mt(n, &in[0], &r->vals[o0].v, NULL, work, r->plan->threads);
         return SCANFUSE_OK;
     case SF_OP_cummax: case SF_OP_cummin:
         val_result(r, o0);
         val_result(r, n->out[1]);
-        sf_cpu_scan(n, &in[0], &r->vals[o0].v, &r->vals[n->out[1]].v, work);
+        sf_cpu_scan_mt(n, &in[0], &r->vals[o0].v, &r->vals[n->out[1]].v, work,
+                       r->plan->threads);
         return SCANFUSE_OK;
 
     /* pointwise */
@@ -448,10 +607,44 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
         return sf_cpu_matmul(&in[0], &in[1], &r->vals[o0].v, r->arena + r->plan->scratch[i],
                              r->msg, r->msglen);
 
+    /* index and sort ops (cpu_index.c) */
+    case SF_OP_topk: case SF_OP_argsort: case SF_OP_one_hot: case SF_OP_bincount:
+    case SF_OP_gather: case SF_OP_take_along_dim: case SF_OP_index_select: case SF_OP_scatter:
+        for (int k = 0; k < n->nout; k++) val_result(r, n->out[k]);
+        return sf_cpu_index(f, n, in, &r->vals[o0].v, n->nout > 1 ? &r->vals[n->out[1]].v : NULL,
+                            r->arena + r->plan->scratch[i], r->msg, r->msglen);
+
     case SF_NUM_OPS: break;
     }
     sf_msg(r->msg, r->msglen, "cpu: unknown op %d", (int)n->op);
     return SCANFUSE_ERROR_UNSUPPORTED;
+}
+
+/* Runs segment s: op by op, or (a fused segment) its setup nodes on whole values, then
+ * its compute nodes tile by tile into the buffers of the values it outputs. */
+static scanfuse_status cpu_exec_segment(cpu_run *r, const sf_program *p, int s) {
+    const sf_segment *seg = &p->segments[s];
+    cpu_plan *pl = p->backend_state;
+    const sf_cpu_fused *fp = pl->fused[s];
+    scanfuse_status st;
+    if (!fp) {
+        for (int j = 0; j < seg->nnodes; j++)
+            if ((st = cpu_exec_node(r, seg->nodes[j])) != SCANFUSE_OK) return st;
+        return SCANFUSE_OK;
+    }
+    /* destinations first: the views of a lazily written result are setup nodes */
+    for (int o = 0; o < seg->noutputs; o++) val_result(r, seg->outputs[o]);
+    for (int j = 0; j < seg->nnodes; j++)
+        if (sf_node_is_setup(r->f->nodes[seg->nodes[j]].op) &&
+            (st = cpu_exec_node(r, seg->nodes[j])) != SCANFUSE_OK)
+            return st;
+    const int32_t *ids;
+    int nio = sf_cpu_fused_io(fp, &ids);
+    for (int i = 0; i < nio; i++) {
+        SF_ASSERT(r->vals[ids[i]].live);
+        r->io[i] = r->vals[ids[i]].v;
+    }
+    return sf_cpu_fused_run(fp, r->io, r->arena + pl->seg_scratch[s], r->msg, r->msglen);
 }
 
 /* The bytes [lo, hi) a view can touch (empty views touch nothing). */
@@ -477,7 +670,8 @@ static scanfuse_status cpu_run_program(sf_program *p, const sf_view *inputs,
                                        const sf_view *outputs, char *msg, size_t msglen) {
     const scanfuse_fusion *f = p->fusion;
     cpu_plan *pl = p->backend_state;
-    if (!pl || pl->nvalues != f->nvalues || pl->nnodes != f->nnodes) {
+    if (!pl || pl->nvalues != f->nvalues || pl->nnodes != f->nnodes ||
+        pl->nsegments != p->nsegments) {
         sf_msg(msg, msglen, "cpu: program not compiled");
         return SCANFUSE_ERROR_STATE;
     }
@@ -490,12 +684,13 @@ static scanfuse_status cpu_run_program(sf_program *p, const sf_view *inputs,
     }
     int nv = f->nvalues, no = f->noutputs;
     void **staged = NULL;
-    cpu_run r = {f, pl, pl->arena, NULL, outputs, false, NULL, msg, msglen};
+    cpu_run r = {f, pl, pl->arena, NULL, outputs, false, NULL, NULL, msg, msglen};
     r.vals = sf_calloc((size_t)nv, sizeof *r.vals);
     r.written = sf_calloc((size_t)no, sizeof *r.written);
+    r.io = sf_calloc((size_t)(pl->max_io ? pl->max_io : 1), sizeof *r.io);
     staged = sf_calloc((size_t)no, sizeof *staged);
     scanfuse_status st = SCANFUSE_OK;
-    if (!r.vals || !r.written || !staged) {
+    if (!r.vals || !r.written || !r.io || !staged) {
         sf_msg(msg, msglen, "cpu: out of memory");
         st = SCANFUSE_ERROR_MEMORY;
         goto done;
@@ -513,8 +708,8 @@ static scanfuse_status cpu_run_program(sf_program *p, const sf_view *inputs,
         v->live = true;
         v->caller = true;
     }
-    for (int i = 0; i < f->nnodes; i++)
-        if ((st = cpu_exec_node(&r, i)) != SCANFUSE_OK) goto done;
+    for (int s = 0; s < p->nsegments; s++)
+        if ((st = cpu_exec_segment(&r, p, s)) != SCANFUSE_OK) goto done;
 
     if (overlap) {
         for (int o = 0; o < no; o++) {
@@ -556,6 +751,7 @@ done:
     free(staged);
     free(r.vals);
     free(r.written);
+    free(r.io);
     return st;
 }
 

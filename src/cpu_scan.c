@@ -1,30 +1,123 @@
 /*
  * cpu_scan.c — the scans of the CPU backend: cumsum, cumprod, cummax, cummin and
- * logcumsumexp along any dim, with the exclusive and reverse flags.
+ * logcumsumexp along any dim, with the exclusive and reverse flags, on any number of
+ * threads.  This file decides *how* a scan runs; what it computes is fixed by the
+ * definitions in cpu_scan_kern.h (fast paths) and docs/OPS.md (everything).
  *
- * Accumulation policy (DESIGN.md §1, docs/OPS.md):
- *  - the input is first converted to the result dtype (cumsum/cumprod with dtype=);
- *  - float cumsum accumulates with compensated summation (a double sum plus the exact
- *    errors of its additions, i.e. twice double precision), so each output is the
- *    exact prefix sum rounded once (round-to-odd to double, then one rounding by the
- *    store); an infinity or NaN propagates as IEEE addition would;
- *  - float cumprod and logcumsumexp accumulate in double, rounded once per output;
- *  - integer scans accumulate in int64 with two's-complement wrapping, wrapped to the
- *    result dtype by the store;
- *  - cummax/cummin: ties go to the later element in scan order, a NaN wins and its
- *    index is the latest NaN's; indices point into the unflipped input.
- * Every row is scanned sequentially in a fixed order, so results are deterministic.
+ * Fast paths (SIMD kernels of cpu_scan_{avx512,avx2,portable}.c, chosen once from the
+ * CPU's features; sf_cpu_scan_force_isa overrides for tests):
+ *  - float cumsum of float16/bfloat16/float32/float64 into the same or a wider float,
+ *    integer cumsum into an integer result, cummax/cummin of the 32-bit-key dtypes;
+ *  - "rows" when the scanned dim is innermost in the (contiguous) output: one kernel
+ *    call per partition of SF_SCAN_PART elements; an input whose stride along the dim
+ *    is not 1 is gathered a chunk at a time into a small buffer, never copied whole;
+ *  - "columns" otherwise: the kernels scan tiles of up to SF_SCAN_COLTILE neighbouring
+ *    columns (the innermost dims after the scanned one, merged) across all steps.
+ * Float cumsum always takes a fast path (rows or columns), so its bits depend on the
+ * scanned sequence only (cpu_scan_kern.h): not on layout, tiling or threads.
  *
- * Layout: the scan works on tiles that are either K steps of one row ("row mode",
- * when the scanned dim is innermost in the output and rows are long) or one step of
- * up to SF_CPU_BLOCK neighbouring rows ("column mode", otherwise), so every gather
- * and store moves a whole block and the accumulators of neighbouring rows advance
- * together.
+ * Generic path (cumprod, logcumsumexp, float cumsum with a rounding dtype= conversion
+ * or integer inputs, cummax/cummin of 64-bit dtypes or along columns): every row is
+ * scanned sequentially in double-double (sums) or double, as before: tiles that are K
+ * steps of one row or one step of up to SF_CPU_BLOCK neighbouring rows.  Integer and
+ * max/min scans are exact, so both paths give the same bits.
+ *
+ * Threads (cpu_threads.c): used when the scan moves at least sf_cpu_scan_mt_min_bytes.
+ * Rows (or runs of short rows) and column tiles are independent tasks, claimed in
+ * order from an atomic counter.  Long rows that are too few to share out are split by
+ * partition and chained: a task reduces its partition (reading it from DRAM into L2),
+ * gets the carry into it (published by the task before, or, if that thread is slow,
+ * folded from earlier summaries itself: a deterministic look-back), publishes its own
+ * outgoing carry = incoming (+) summary, then scans its partition from L2 with the
+ * incoming carry (Zhang, Wang and Ross, "Parallel Prefix Sum with SIMD", ADMS 2020:
+ * DRAM sees about one read and one write).  Carries are always folded in partition
+ * order by the formula a single thread uses, so every thread count gives the same
+ * bytes.  Large outputs use non-temporal stores, fenced once per thread.
  */
 #include "cpu.h"
+#include "cpu_scan_kern.h"
+#include "cpu_threads.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Scans that move fewer bytes run on the calling thread: waking workers costs more.
+ * A variable so tests can spread small scans over threads. */
+int64_t sf_cpu_scan_mt_min_bytes = (int64_t)1 << 20;
+/* Outputs at least this large are written with non-temporal stores (they cannot stay
+ * in the last-level cache anyway, and skipping the read-for-ownership saves a third
+ * of the DRAM traffic).  A variable for measurements. */
+int64_t sf_cpu_scan_nt_min_bytes = (int64_t)16 << 20;
+/* Elements gathered per kernel call for rows whose input stride is not 1. */
+#define SCAN_GATHER (4 * SF_SCAN_BLOCK * 16)
+/* How long a chained task waits for its incoming carry before it computes it itself
+ * (seconds): a few partition reduces, so that on an idle machine nothing is ever done
+ * twice, while a partner thread that lost its core to another process (a shared,
+ * noisy 2-core machine) never stalls the others for a whole time slice.  A variable
+ * so that tests can force the look-back. */
+double sf_cpu_scan_wait_s = 100e-6;
+
+/* ------------------------------------------------------------------------------ */
+/* Kernel selection                                                                 */
+/* ------------------------------------------------------------------------------ */
+
+static _Atomic(const sf_scan_kernels *) scan_forced;
+
+static const sf_scan_kernels *scan_detect(void) {
+#ifdef SF_SCAN_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")) {
+        atomic_store_explicit(&sf_scan_avx512_bf16, __builtin_cpu_supports("avx512bf16") != 0,
+                              memory_order_relaxed);
+        return &sf_scan_avx512_kernels;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return &sf_scan_avx2_kernels;
+#endif
+    return &sf_scan_portable_kernels;
+}
+
+static const sf_scan_kernels *scan_kernels(void) {
+    static _Atomic(const sf_scan_kernels *) detected;
+    const sf_scan_kernels *k = atomic_load_explicit(&scan_forced, memory_order_acquire);
+    if (k) return k;
+    k = atomic_load_explicit(&detected, memory_order_acquire);
+    if (!k) {
+        k = scan_detect();
+        atomic_store_explicit(&detected, k, memory_order_release);
+    }
+    return k;
+}
+
+const char *sf_cpu_scan_isa(void) { return scan_kernels()->name; }
+
+bool sf_cpu_scan_force_isa(const char *name) {
+    if (!name) {
+        atomic_store_explicit(&scan_forced, NULL, memory_order_release);
+        return true;
+    }
+    const sf_scan_kernels *want = NULL;
+    if (strcmp(name, "portable") == 0) want = &sf_scan_portable_kernels;
+#ifdef SF_SCAN_X86
+    const sf_scan_kernels *best = scan_detect();
+    if (strcmp(name, "avx2") == 0 && best != &sf_scan_portable_kernels) want = &sf_scan_avx2_kernels;
+    if (strcmp(name, "avx512") == 0 && best == &sf_scan_avx512_kernels) want = &sf_scan_avx512_kernels;
+#endif
+    if (!want) return false;
+    atomic_store_explicit(&scan_forced, want, memory_order_release);
+    return true;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Generic path                                                                     */
+/* ------------------------------------------------------------------------------ */
 
 typedef enum scan_kind {
     K_SUM_F, K_SUM_I, K_PROD_F, K_PROD_I, K_MAX_F, K_MAX_I, K_MIN_F, K_MIN_I, K_LSE
@@ -173,10 +266,472 @@ static void store_tile(const scan_work *w, scan_kind k, const sf_view *out0,
     if (out1) sf_cpu_store_i64(out1->data, out1->dtype, off, stride, n, w->yidx);
 }
 
+
 size_t sf_cpu_scan_work_size(void) { return sizeof(scan_work); }
+
+typedef struct generic_job {
+    scan_kind k;
+    scanfuse_dtype dt;
+    bool excl, row_mode;
+    const sf_view *in, *out0, *out1;
+    int64_t n, in_d, out_d, first, dir;
+    int no;
+    int64_t oshape[SF_MAX_DIMS], ostr_in[SF_MAX_DIMS], ostr_out[SF_MAX_DIMS];
+    void *work; /* the caller's work area (thread 0) */
+} generic_job;
+
+/* Item i of the walk (a row, or a group of up to SF_CPU_BLOCK rows) is done by thread
+ * i % nth: every item is independent, so the assignment does not change any bytes. */
+static void generic_task(void *ctx, int tid, int nth) {
+    const generic_job *g = ctx;
+    scan_work local;
+    scan_work *w = tid == 0 ? (scan_work *)g->work : &local;
+    const int64_t *sp[2] = {g->ostr_in, g->ostr_out};
+    sf_cpu_iter it;
+    int64_t offs[2], m, item = 0;
+    sf_cpu_iter_init(&it, g->no, g->oshape, 2, sp);
+    if (g->row_mode) {
+        while (sf_cpu_iter_next(&it, 1, offs) > 0) {
+            if (item++ % nth != tid) continue;
+            init_state(w, g->k, g->dt, 1);
+            for (int64_t t0 = 0; t0 < g->n; t0 += SF_CPU_BLOCK) {
+                int64_t K = g->n - t0 < SF_CPU_BLOCK ? g->n - t0 : SF_CPU_BLOCK;
+                int64_t pos0 = g->first + t0 * g->dir;
+                load_tile(w, g->k, g->in, g->dt, offs[0] + pos0 * g->in_d, g->dir * g->in_d, K);
+                scan_tile(w, g->k, g->dt, g->excl, K, 1, pos0, g->dir);
+                store_tile(w, g->k, g->out0, g->out1, offs[1] + pos0 * g->out_d, g->dir * g->out_d, K);
+            }
+        }
+    } else {
+        while ((m = sf_cpu_iter_next(&it, SF_CPU_BLOCK, offs)) > 0) {
+            if (item++ % nth != tid) continue;
+            int64_t s_in = sf_cpu_iter_stride(&it, 0), s_out = sf_cpu_iter_stride(&it, 1);
+            init_state(w, g->k, g->dt, m);
+            for (int64_t t = 0; t < g->n; t++) {
+                int64_t pos = g->first + t * g->dir;
+                load_tile(w, g->k, g->in, g->dt, offs[0] + pos * g->in_d, s_in, m);
+                scan_tile(w, g->k, g->dt, g->excl, 1, m, pos, g->dir);
+                store_tile(w, g->k, g->out0, g->out1, offs[1] + pos * g->out_d, s_out, m);
+            }
+        }
+    }
+}
+
+static void generic_scan(scan_kind k, int d, bool excl, bool rev, const sf_view *in,
+                         const sf_view *out0, const sf_view *out1, void *work, int threads) {
+    generic_job g;
+    memset(&g, 0, sizeof g);
+    g.k = k;
+    g.dt = out0->dtype;
+    g.excl = excl;
+    g.in = in;
+    g.out0 = out0;
+    g.out1 = out1;
+    g.n = in->shape[d];
+    g.in_d = in->strides[d];
+    g.out_d = out0->strides[d];
+    g.first = rev ? g.n - 1 : 0;
+    g.dir = rev ? -1 : 1;
+    g.work = work;
+    /* The other dims, for the walk over rows (out1 shares out0's contiguous layout). */
+    bool later_dims = false;
+    for (int e = 0; e < in->ndim; e++) {
+        if (e == d) continue;
+        if (e > d && in->shape[e] > 1) later_dims = true;
+        g.oshape[g.no] = in->shape[e];
+        g.ostr_in[g.no] = in->strides[e];
+        g.ostr_out[g.no] = out0->strides[e];
+        g.no++;
+    }
+    /* Row mode: one row at a time, K contiguous-in-output steps per tile.  Column
+     * mode: up to SF_CPU_BLOCK rows that are neighbours along the innermost other dim
+     * advance together, one step per tile. */
+    g.row_mode = !later_dims && g.n >= 16;
+    sf_pool_run(threads, generic_task, &g);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Fast paths: shared state                                                          */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum fast_kind { FK_FSUM, FK_ISUM, FK_MAX } fast_kind;
+
+/* The carry of a scan at a partition boundary. */
+typedef struct scarry {
+    sf_dd d;     /* FK_FSUM */
+    int64_t i;   /* FK_ISUM */
+    sf_maxc m;   /* FK_MAX */
+} scarry;
+
+/* Per chained task (one partition of one row): its summary (part_reduce) and its
+ * incoming carry, each written once by the task's owner (the carry: by the owner of
+ * the task before it) and flagged in `state` with release order. */
+enum { SLOT_AGG = 1, SLOT_CIN = 2 };
+typedef struct part_slot {
+    _Alignas(64) atomic_int state;
+    scarry agg, cin;
+} part_slot;
+
+typedef struct row_job {
+    const sf_scan_kernels *K;
+    fast_kind kind;
+    const sf_view *in, *out0, *out1;
+    int64_t n, nrows, in_d, out_d, Q, rows_per_task, ntasks;
+    bool excl, rev, is_min, nt, unit, chained;
+    int nod;
+    int64_t oshape[SF_MAX_DIMS], ois[SF_MAX_DIMS], oos[SF_MAX_DIMS];
+    atomic_llong next;
+    part_slot *slots; /* chained: one per task */
+} row_job;
+
+/* The logical sequence of row r (see sf_seq); *io gets the row's input offset. */
+static void row_seq(const row_job *j, int64_t r, sf_seq *s, int64_t *io) {
+    int64_t ii = 0, oo = 0, rem = r;
+    for (int k = j->nod - 1; k >= 0; k--) {
+        int64_t q = rem % j->oshape[k];
+        rem /= j->oshape[k];
+        ii += q * j->ois[k];
+        oo += q * j->oos[k];
+    }
+    int64_t n = j->n, ex = j->excl ? 1 : 0, od = j->out_d;
+    memset(s, 0, sizeof *s);
+    s->x = j->in->data;
+    s->xdt = j->in->dtype;
+    s->y = j->out0->data;
+    s->ydt = j->out0->dtype;
+    s->yi = j->out1 ? j->out1->data : NULL;
+    s->lo = ex;
+    s->len = n;
+    s->nt = j->nt;
+    s->is_min = j->is_min;
+    if (!j->rev) {
+        s->x0 = ii - ex;
+        s->xs = 1;
+        s->y0 = oo;
+        s->ys = od;
+        s->ix0 = -ex;
+        s->ixs = 1;
+    } else {
+        s->x0 = ii + n - 1 + ex;
+        s->xs = -1;
+        s->y0 = oo + (n - 1) * od;
+        s->ys = -od;
+        s->ix0 = n - 1 + ex;
+        s->ixs = -1;
+    }
+    *io = ii;
+}
+
+static scarry carry_init(const row_job *j) {
+    scarry c;
+    memset(&c, 0, sizeof c);
+    c.d.hi = c.d.lo = -0.0;
+    if (j->kind == FK_MAX) {
+        scanfuse_dtype dt = j->in->dtype;
+        bool mn = j->is_min;
+        if (sf_dtype_is_float(dt)) {
+            c.m.key = sf_key_f32bits(mn ? 0x7F800000u : 0xFF800000u, mn);
+            c.m.vbits = dt == SCANFUSE_FLOAT32 ? (mn ? 0x7F800000u : 0xFF800000u)
+                        : dt == SCANFUSE_FLOAT16 ? (mn ? 0x7C00u : 0xFC00u)
+                                                  : (mn ? 0x7F80u : 0xFF80u);
+        } else {
+            int64_t v = mn ? sf_int_max(dt) : sf_int_min(dt);
+            c.m.key = mn ? ~(int32_t)v : (int32_t)v;
+            c.m.vbits = (uint64_t)v;
+        }
+        c.m.idx = -1;
+    }
+    return c;
+}
+
+/* Copies logical [a, b) of a row whose input stride is not 1 into tmp, in the order
+ * the kernels read it (reversed for a reverse scan; see row_range). */
+static void gather_row(const row_job *j, int64_t io, int64_t a, int64_t b, void *tmp) {
+    int64_t n = j->n, ex = j->excl ? 1 : 0, qa = a > ex ? a : ex;
+    size_t es = scanfuse_dtype_size(j->in->dtype);
+    const char *x = (const char *)j->in->data;
+    char *t = (char *)tmp;
+    for (int64_t q = qa; q < b; q++) {
+        int64_t orig = j->rev ? n - 1 - q + ex : q - ex;
+        int64_t ti = j->rev ? b - 1 - q : q - a;
+        memcpy(t + ti * (int64_t)es, x + (io + orig * j->in_d) * (int64_t)es, es);
+    }
+}
+
+enum { OP_SCAN, OP_REDUCE };
+
+static void row_kernel(const row_job *j, const sf_seq *s, int64_t a, int64_t b, int op, double cs,
+                       sf_dd *L, scarry *c) {
+    const sf_scan_kernels *K = j->K;
+    switch (j->kind) {
+    case FK_FSUM:
+        if (op == OP_SCAN) K->fsum_scan(s, a, b, cs, L);
+        else K->fsum_reduce(s, a, b, L);
+        break;
+    case FK_ISUM:
+        if (op == OP_SCAN) K->isum_scan(s, a, b, &c->i);
+        else K->isum_reduce(s, a, b, &c->i);
+        break;
+    case FK_MAX:
+        if (op == OP_SCAN) K->max_scan(s, a, b, &c->m);
+        else K->max_reduce(s, a, b, &c->m);
+        break;
+    }
+}
+
+/* A row whose input stride is not 1: the kernel runs on chunks gathered into a buffer
+ * (out of line: the buffer is big, and most rows never need it). */
+static __attribute__((noinline)) void row_gathered(const row_job *j, const sf_seq *s, int64_t io,
+                                                   int64_t a, int64_t b, int op, double cs,
+                                                   sf_dd *L, scarry *c) {
+    _Alignas(64) char tmp[SCAN_GATHER * 8];
+    for (int64_t ca = a; ca < b;) {
+        int64_t cb = ca + SCAN_GATHER < b ? ca + SCAN_GATHER : b;
+        gather_row(j, io, ca, cb, tmp);
+        sf_seq t = *s;
+        t.x = tmp;
+        t.x0 = j->rev ? cb - 1 : -ca;
+        t.xs = j->rev ? -1 : 1;
+        row_kernel(j, &t, ca, cb, op, cs, L, c);
+        ca = cb;
+    }
+}
+
+/* Runs the kernel over logical [a, b) of the row (a a multiple of SF_SCAN_BLOCK).
+ * FK_FSUM: cs is the partition carry (scan) and *L the partition-local carry; FK_ISUM
+ * and FK_MAX: c is the running carry, advanced. */
+static inline void row_range(const row_job *j, const sf_seq *s, int64_t io, int64_t a, int64_t b,
+                             int op, double cs, sf_dd *L, scarry *c) {
+    if (j->unit) row_kernel(j, s, a, b, op, cs, L, c);
+    else row_gathered(j, s, io, a, b, op, cs, L, c);
+}
+
+/* Orders this thread's non-temporal stores before whatever the caller does next (the
+ * pool's completion handshake does not order write-combining stores). */
+static void nt_fence(bool nt) {
+#ifdef SF_SCAN_X86
+    if (nt) __builtin_ia32_sfence();
+#else
+    (void)nt;
+#endif
+}
+
+static sf_dd fsum_carry(sf_dd c, sf_dd l);
+
+/* Scans partition [a, b) of a row with incoming carry c; returns the outgoing carry. */
+static scarry part_scan(const row_job *j, const sf_seq *s, int64_t io, int64_t a, int64_t b,
+                        scarry c) {
+    if (j->kind == FK_FSUM) {
+        sf_dd L = {-0.0, -0.0};
+        row_range(j, s, io, a, b, OP_SCAN, c.d.hi + c.d.lo, &L, &c);
+        c.d = fsum_carry(c.d, L);
+    } else {
+        row_range(j, s, io, a, b, OP_SCAN, 0.0, NULL, &c);
+    }
+    /* the identity of a reverse exclusive cummax/cummin has index -1, not n */
+    if (j->kind == FK_MAX && j->excl && j->rev && a == 0) {
+        nt_fence(j->nt); /* the kernel may have streamed this element */
+        ((int64_t *)s->yi)[s->y0] = -1;
+    }
+    return c;
+}
+
+/* The summary of partition [a, b) that part_combine folds into a carry. */
+static scarry part_reduce(const row_job *j, const sf_seq *s, int64_t io, int64_t a, int64_t b) {
+    scarry l;
+    memset(&l, 0, sizeof l);
+    l.d.hi = l.d.lo = -0.0;
+    l.m.key = INT32_MIN; /* every element beats it */
+    l.m.idx = -1;
+    row_range(j, s, io, a, b, OP_REDUCE, 0.0, &l.d, &l);
+    return l;
+}
+
+/* c (+) L for float sums.  A NaN carry is made the one default NaN: which NaN a sum of
+ * two NaNs (or of +inf and -inf) gives depends on operand order, and the reduce and
+ * scan kernels may order the same additions differently, so without this a NaN's sign
+ * could depend on whether a partition's carry came from a reduce (several threads) or
+ * from the scan itself (one thread). */
+static sf_dd fsum_carry(sf_dd c, sf_dd l) {
+    sf_dd r = sf_dd_add(c, l);
+    if (isnan(r.hi) || isnan(r.lo)) {
+        r.hi = NAN;
+        r.lo = 0.0;
+    }
+    return r;
+}
+
+static scarry part_combine(const row_job *j, scarry c, scarry l) {
+    switch (j->kind) {
+    case FK_FSUM: c.d = fsum_carry(c.d, l.d); break;
+    case FK_ISUM: c.i = sf_cpu_add_i64(c.i, l.i); break;
+    case FK_MAX:
+        if (l.m.idx != -1 && l.m.key >= c.m.key) c.m = l.m; /* ties: the later wins */
+        break;
+    }
+    return c;
+}
+
+static void row_whole(const row_job *j, int64_t r) {
+    sf_seq s;
+    int64_t io;
+    row_seq(j, r, &s, &io);
+    scarry c = carry_init(j);
+    for (int64_t a = 0; a < j->n; a += SF_SCAN_PART) {
+        int64_t b = a + SF_SCAN_PART < j->n ? a + SF_SCAN_PART : j->n;
+        c = part_scan(j, &s, io, a, b, c);
+    }
+}
+
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The carry into chained task k (partition p of its row).  Normally the owner of task
+ * k-1 publishes it soon; if it does not within sf_cpu_scan_wait_s (that thread lost its
+ * core),
+ * look back: from the nearest earlier task whose incoming carry is known, fold the
+ * partitions up to k in order, using their published summaries or reducing them here.
+ * The fold is the same sequence of part_combine calls the owners would make, so the
+ * carry has the same bits whoever computes it. */
+static scarry part_carry_in(const row_job *j, const sf_seq *s, int64_t io, int64_t k, int64_t p) {
+    part_slot *me = &j->slots[k];
+    if (p == 0) return carry_init(j);
+    unsigned spins = 0;
+    double t0 = -1;
+    while (!(atomic_load_explicit(&me->state, memory_order_acquire) & SLOT_CIN)) {
+        if ((spins & 63) == 63) {
+            double t = wall_s();
+            if (t0 < 0) t0 = t;
+            else if (t - t0 > sf_cpu_scan_wait_s) break;
+        }
+        sf_pool_relax(&spins);
+    }
+    if (atomic_load_explicit(&me->state, memory_order_acquire) & SLOT_CIN) return me->cin;
+    int64_t first = k - p, i = k - 1;
+    while (i > first && !(atomic_load_explicit(&j->slots[i].state, memory_order_acquire) & SLOT_CIN)) i--;
+    scarry c = i == first ? carry_init(j) : j->slots[i].cin;
+    for (; i < k; i++) {
+        part_slot *q = &j->slots[i];
+        int64_t qa = (i - first) * SF_SCAN_PART, qb = qa + SF_SCAN_PART < j->n ? qa + SF_SCAN_PART : j->n;
+        scarry l = atomic_load_explicit(&q->state, memory_order_acquire) & SLOT_AGG
+                       ? q->agg
+                       : part_reduce(j, s, io, qa, qb);
+        c = part_combine(j, c, l);
+    }
+    return c;
+}
+
+static void row_task(void *ctx, int tid, int nth) {
+    row_job *j = ctx;
+    (void)tid;
+    for (;;) {
+        int64_t k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (k >= j->ntasks) break;
+        if (!j->chained) {
+            int64_t r0 = k * j->rows_per_task, r1 = r0 + j->rows_per_task;
+            if (r1 > j->nrows) r1 = j->nrows;
+            if (j->kind == FK_FSUM && j->unit && j->Q == 1 && j->nod <= 1) {
+                /* short rows at a constant stride: one kernel call for the lot */
+                sf_seq s;
+                int64_t io;
+                row_seq(j, r0, &s, &io);
+                j->K->fsum_rows(&s, r1 - r0, j->nod ? j->ois[0] : 0, j->nod ? j->oos[0] : 0);
+                continue;
+            }
+            for (int64_t r = r0; r < r1; r++) row_whole(j, r);
+            continue;
+        }
+        /* chained partitions: task k is partition p of row r */
+        int64_t r = k / j->Q, p = k % j->Q;
+        int64_t a = p * SF_SCAN_PART, b = a + SF_SCAN_PART < j->n ? a + SF_SCAN_PART : j->n;
+        bool more = p + 1 < j->Q && nth > 1;
+        sf_seq s;
+        int64_t io;
+        row_seq(j, r, &s, &io);
+        part_slot *me = &j->slots[k];
+        scarry local;
+        if (more) {
+            local = part_reduce(j, &s, io, a, b);
+            me->agg = local;
+            atomic_fetch_or_explicit(&me->state, SLOT_AGG, memory_order_release);
+        }
+        scarry c = part_carry_in(j, &s, io, k, p);
+        if (p + 1 < j->Q) {
+            scarry next = more ? part_combine(j, c, local) : c;
+            if (more) {
+                j->slots[k + 1].cin = next;
+                atomic_fetch_or_explicit(&j->slots[k + 1].state, SLOT_CIN, memory_order_release);
+                part_scan(j, &s, io, a, b, c);
+            } else { /* one thread: the scan's own outgoing carry, the same bits */
+                next = part_scan(j, &s, io, a, b, c);
+                j->slots[k + 1].cin = next;
+                atomic_fetch_or_explicit(&j->slots[k + 1].state, SLOT_CIN, memory_order_release);
+            }
+        } else {
+            part_scan(j, &s, io, a, b, c);
+        }
+    }
+    nt_fence(j->nt);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Fast paths: columns                                                               */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct col_job {
+    const sf_scan_kernels *K;
+    fast_kind kind;
+    sf_cols proto;
+    const sf_view *in, *out0;
+    int64_t n, W, tile, ntiles, ntasks, in_d, out_d;
+    bool excl, rev;
+    int nod;
+    int64_t oshape[SF_MAX_DIMS], ois[SF_MAX_DIMS], oos[SF_MAX_DIMS];
+    atomic_llong next;
+} col_job;
+
+static void col_task(void *ctx, int tid, int nth) {
+    col_job *j = ctx;
+    (void)tid;
+    (void)nth;
+    for (;;) {
+        int64_t k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (k >= j->ntasks) break;
+        int64_t o = k / j->ntiles, tile = k % j->ntiles;
+        int64_t ii = 0, oo = 0, rem = o;
+        for (int e = j->nod - 1; e >= 0; e--) {
+            int64_t q = rem % j->oshape[e];
+            rem /= j->oshape[e];
+            ii += q * j->ois[e];
+            oo += q * j->oos[e];
+        }
+        sf_cols c = j->proto;
+        int64_t ex = j->excl ? 1 : 0;
+        c.x0 = ii + (j->rev ? j->n - 1 + ex : -ex) * j->in_d;
+        c.xs = (j->rev ? -1 : 1) * j->in_d;
+        c.y0 = oo + (j->rev ? j->n - 1 : 0) * j->out_d;
+        c.ys = (j->rev ? -1 : 1) * j->out_d;
+        int64_t j0 = tile * j->tile, j1 = j0 + j->tile < j->W ? j0 + j->tile : j->W;
+        if (j->kind == FK_FSUM) j->K->fsum_cols(&c, j0, j1);
+        else j->K->isum_cols(&c, j0, j1);
+    }
+    nt_fence(j->proto.nt);
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Entry points                                                                      */
+/* ------------------------------------------------------------------------------ */
 
 void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
                  const sf_view *out1, void *work) {
+    sf_cpu_scan_mt(node, in, out0, out1, work, 1);
+}
+
+void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
+                    const sf_view *out1, void *work, int threads) {
     scanfuse_dtype dt = out0->dtype;
     bool fl = sf_dtype_is_float(dt);
     scan_kind k;
@@ -198,62 +753,163 @@ void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
         }
         return;
     }
-    if (sf_numel(in->ndim, in->shape) == 0) return;
+    int64_t numel = sf_numel(in->ndim, in->shape);
+    if (numel == 0) return;
 
     int d = (int)node->a.dim;
     SF_ASSERT(d >= 0 && d < in->ndim);
     SF_ASSERT(out1 == NULL || (out1->ndim == out0->ndim && sf_cpu_view_is_contiguous(out1) &&
                                sf_cpu_view_is_contiguous(out0)));
-    int64_t n = in->shape[d], in_d = in->strides[d], out_d = out0->strides[d];
     bool excl = node->a.exclusive, rev = node->a.reverse;
 
-    /* The other dims, for the walk over rows (out1 shares out0's contiguous layout). */
-    int64_t oshape[SF_MAX_DIMS], ostr_in[SF_MAX_DIMS], ostr_out[SF_MAX_DIMS];
-    int no = 0;
-    bool later_dims = false;
-    for (int e = 0; e < in->ndim; e++) {
-        if (e == d) continue;
-        if (e > d && in->shape[e] > 1) later_dims = true;
-        oshape[no] = in->shape[e];
-        ostr_in[no] = in->strides[e];
-        ostr_out[no] = out0->strides[e];
-        no++;
-    }
-    const int64_t *sp[2] = {ostr_in, ostr_out};
-    sf_cpu_iter it;
-    int64_t offs[2];
+    int nth = sf_pool_threads(threads);
+    int64_t bytes = numel * (int64_t)(scanfuse_dtype_size(in->dtype) + scanfuse_dtype_size(dt) +
+                                      (out1 ? 8 : 0));
+    if (bytes < sf_cpu_scan_mt_min_bytes) nth = 1;
 
-    scan_work *w = work;
-    /* Step t of the scan order is position first + t*dir of the scanned dim. */
-    int64_t first = rev ? n - 1 : 0, dir = rev ? -1 : 1;
-
-    if (!later_dims && n >= 16) {
-        /* Row mode: one row at a time, K contiguous-in-output steps per tile. */
-        sf_cpu_iter_init(&it, no, oshape, 2, sp);
-        while (sf_cpu_iter_next(&it, 1, offs) > 0) {
-            init_state(w, k, dt, 1);
-            for (int64_t t0 = 0; t0 < n; t0 += SF_CPU_BLOCK) {
-                int64_t K = n - t0 < SF_CPU_BLOCK ? n - t0 : SF_CPU_BLOCK;
-                int64_t pos0 = first + t0 * dir;
-                load_tile(w, k, in, dt, offs[0] + pos0 * in_d, dir * in_d, K);
-                scan_tile(w, k, dt, excl, K, 1, pos0, dir);
-                store_tile(w, k, out0, out1, offs[1] + pos0 * out_d, dir * out_d, K);
-            }
-        }
+    fast_kind fk;
+    bool fast;
+    if (k == K_SUM_F) {
+        fk = FK_FSUM;
+        fast = sf_scan_fsum_ok(in->dtype, dt);
+    } else if (k == K_SUM_I) {
+        fk = FK_ISUM;
+        fast = sf_scan_isum_ok(in->dtype, dt);
+    } else if (k == K_MAX_F || k == K_MAX_I || k == K_MIN_F || k == K_MIN_I) {
+        fk = FK_MAX;
+        fast = sf_scan_max_ok(in->dtype) && in->dtype == dt;
     } else {
-        /* Column mode: up to SF_CPU_BLOCK rows that are neighbours along the innermost
-         * other dim advance together, one step per tile. */
-        sf_cpu_iter_init(&it, no, oshape, 2, sp);
-        int64_t m;
-        while ((m = sf_cpu_iter_next(&it, SF_CPU_BLOCK, offs)) > 0) {
-            int64_t s_in = sf_cpu_iter_stride(&it, 0), s_out = sf_cpu_iter_stride(&it, 1);
-            init_state(w, k, dt, m);
-            for (int64_t t = 0; t < n; t++) {
-                int64_t pos = first + t * dir;
-                load_tile(w, k, in, dt, offs[0] + pos * in_d, s_in, m);
-                scan_tile(w, k, dt, excl, 1, m, pos, dir);
-                store_tile(w, k, out0, out1, offs[1] + pos * out_d, s_out, m);
-            }
-        }
+        fk = FK_FSUM;
+        fast = false;
     }
+    /* The scanned dim is innermost in the contiguous output unless a later dim has
+     * size > 1: then the scan runs across columns (cummax/cummin: generic). */
+    int last_big = -1;
+    for (int e = in->ndim - 1; e > d; e--)
+        if (in->shape[e] > 1) {
+            last_big = e;
+            break;
+        }
+    bool row_mode = last_big < 0;
+    if (!row_mode && fk == FK_MAX) fast = false;
+    if (!fast) {
+        generic_scan(k, d, excl, rev, in, out0, out1, work, nth);
+        return;
+    }
+    const sf_scan_kernels *K = scan_kernels();
+    int64_t n = in->shape[d];
+    bool nt = numel * (int64_t)(scanfuse_dtype_size(dt) + (out1 ? 8 : 0)) >= sf_cpu_scan_nt_min_bytes;
+
+    if (row_mode) {
+        row_job job, *j = &job;
+        memset(j, 0, sizeof *j);
+        j->K = K;
+        j->kind = fk;
+        j->in = in;
+        j->out0 = out0;
+        j->out1 = out1;
+        j->n = n;
+        j->in_d = in->strides[d];
+        j->out_d = out0->strides[d]; /* 1 unless out0 is a tile of a fused segment */
+        j->excl = excl;
+        j->rev = rev;
+        j->is_min = node->op == SF_OP_cummin;
+        j->nt = nt;
+        j->unit = j->in_d == 1;
+        for (int e = 0; e < in->ndim; e++) {
+            if (e == d || in->shape[e] == 1) continue;
+            int pk = j->nod - 1;
+            if (pk >= 0 && j->ois[pk] == in->strides[e] * in->shape[e] &&
+                j->oos[pk] == out0->strides[e] * in->shape[e]) { /* merges with the dim before */
+                j->oshape[pk] *= in->shape[e];
+                j->ois[pk] = in->strides[e];
+                j->oos[pk] = out0->strides[e];
+                continue;
+            }
+            j->oshape[j->nod] = in->shape[e];
+            j->ois[j->nod] = in->strides[e];
+            j->oos[j->nod] = out0->strides[e];
+            j->nod++;
+        }
+        j->nrows = numel / n;
+        j->Q = (n + SF_SCAN_PART - 1) / SF_SCAN_PART;
+        atomic_init(&j->next, 0);
+        if (nth > 1 && j->Q > 1 && j->nrows < 2 * (int64_t)nth &&
+            (j->slots = calloc((size_t)(j->nrows * j->Q), sizeof *j->slots)) != NULL) {
+            j->chained = true;
+            j->ntasks = j->nrows * j->Q;
+            for (int64_t t = 0; t < j->ntasks; t++) atomic_init(&j->slots[t].state, 0);
+        } else { /* (no memory for the slots: one thread, the same bytes) */
+            if (j->Q > 1 && j->nrows < 2 * (int64_t)nth) nth = 1;
+            /* whole rows per task: about one partition's worth of data each */
+            int64_t rpt = SF_SCAN_PART / n;
+            j->rows_per_task = rpt < 1 ? 1 : rpt;
+            j->ntasks = (j->nrows + j->rows_per_task - 1) / j->rows_per_task;
+        }
+        sf_pool_run(nth, row_task, j);
+        free(j->slots);
+        return;
+    }
+
+    /* Columns: the innermost dims after d that merge into one run of constant input
+     * stride are the columns; every other dim but d is walked. */
+    col_job cj;
+    memset(&cj, 0, sizeof cj);
+    cj.K = K;
+    cj.kind = fk;
+    cj.in = in;
+    cj.out0 = out0;
+    cj.n = n;
+    cj.in_d = in->strides[d];
+    cj.out_d = out0->strides[d];
+    cj.excl = excl;
+    cj.rev = rev;
+    int64_t W = in->shape[last_big], xc = in->strides[last_big], yc = out0->strides[last_big];
+    int first_col = last_big;
+    for (int e = last_big - 1; e > d; e--) {
+        if (in->shape[e] == 1) continue;
+        if (in->strides[e] != xc * W || out0->strides[e] != yc * W) break;
+        W *= in->shape[e];
+        first_col = e;
+    }
+    for (int e = 0; e < in->ndim; e++) {
+        if (e == d || e >= first_col || in->shape[e] == 1) continue;
+        cj.oshape[cj.nod] = in->shape[e];
+        cj.ois[cj.nod] = in->strides[e];
+        cj.oos[cj.nod] = out0->strides[e];
+        cj.nod++;
+    }
+    /* dims after d that did not merge (only when the input is permuted): walked too */
+    for (int e = d + 1; e < first_col; e++) {
+        if (in->shape[e] == 1) continue;
+        cj.oshape[cj.nod] = in->shape[e];
+        cj.ois[cj.nod] = in->strides[e];
+        cj.oos[cj.nod] = out0->strides[e];
+        cj.nod++;
+    }
+    cj.W = W;
+    cj.proto.x = in->data;
+    cj.proto.xc = xc;
+    cj.proto.yc = yc;
+    cj.proto.lo = excl ? 1 : 0;
+    cj.proto.y = out0->data;
+    cj.proto.nsteps = n;
+    cj.proto.xdt = in->dtype;
+    cj.proto.ydt = dt;
+    cj.proto.nt = nt;
+    int64_t outer = numel / (n * W);
+    /* tiles as wide as allowed, but at least two per thread when the outer dims do not
+     * already give every thread work (a multiple of 64 columns) */
+    int64_t tile = SF_SCAN_COLTILE;
+    if (nth > 1 && outer < 2 * (int64_t)nth) {
+        int64_t want = (2 * (int64_t)nth + outer - 1) / outer;
+        int64_t t = (W + want - 1) / want;
+        t = (t + 63) / 64 * 64;
+        if (t < tile) tile = t < 256 ? 256 : t;
+    }
+    cj.tile = tile;
+    cj.ntiles = (W + tile - 1) / tile;
+    cj.ntasks = outer * cj.ntiles;
+    atomic_init(&cj.next, 0);
+    sf_pool_run(nth, col_task, &cj);
 }

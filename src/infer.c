@@ -2,7 +2,8 @@
  * infer.c — type and shape inference for every op, and the canonical form of its
  * attributes.  This file is where PyTorch's semantics for result dtypes (type
  * promotion with weak scalars and 0-d tensors), broadcasting, reductions, shape ops,
- * creation ops and matmul are decided; every other module trusts what it computes.
+ * creation ops, matmul and the index and sort ops are decided; every other module
+ * trusts what it computes.
  *
  * Invariants:
  *  - sf_infer has no side effects on the fusion; on failure it writes "OP: message"
@@ -842,6 +843,232 @@ static scanfuse_status infer_matmul(infer_job *j) {
 }
 
 /* ------------------------------------------------------------------------------ */
+/* Index and sort ops                                                              */
+/* ------------------------------------------------------------------------------ */
+
+/* Indices and ids are integers: any integer dtype (PyTorch wants int64; narrower ones
+ * are accepted as they hold the same values), never bool or floating. */
+static scanfuse_status want_index_dtype(const ictx *c, const char *pname, const sf_value *v) {
+    if (!sf_dtype_is_intlike(v->dtype) || v->dtype == SCANFUSE_BOOL)
+        return fail(c, SCANFUSE_ERROR_DTYPE, "argument '%s' must have an integer dtype, got %s",
+                    pname, dt_name(v->dtype));
+    return SCANFUSE_OK;
+}
+
+/* The dim of an op with a required dim (gather, index_select, scatter). */
+static scanfuse_status want_dim(const infer_job *j, int64_t *dim) {
+    if (!j->a->has_dim) return fail(&j->c, SCANFUSE_ERROR_ARGUMENT, "missing required argument 'dim'");
+    return wrap_dim(&j->c, j->a->dim, j->x->ndim, dim);
+}
+
+/* topk and argsort: dim defaults to -1 (raw attributes may leave it unset). */
+static scanfuse_status sort_dim(const infer_job *j, int64_t *dim) {
+    return wrap_dim(&j->c, j->a->has_dim ? j->a->dim : -1, j->x->ndim, dim);
+}
+
+static scanfuse_status infer_topk(infer_job *j) {
+    const ictx *c = &j->c;
+    const sf_value *x = j->x;
+    const sf_attrs *a = j->a;
+    int64_t dim = 0;
+    scanfuse_status st = sort_dim(j, &dim);
+    if (st != SCANFUSE_OK) return st;
+    if (!a->has_count) return fail(c, SCANFUSE_ERROR_ARGUMENT, "missing required argument 'k'");
+    int64_t k = a->count;
+    if (x->ndim == 0) {
+        /* a 0-d tensor is one element: its only top-k is itself */
+        if (k != 1)
+            return fail(c, SCANFUSE_ERROR_ARGUMENT, "k %lld out of range for a 0-d tensor (k must be 1)",
+                        (long long)k);
+    } else if (k < 0 || k > x->shape[dim]) {
+        return fail(c, SCANFUSE_ERROR_ARGUMENT, "k %lld out of range for dim %lld of size %lld",
+                    (long long)k, (long long)dim, (long long)x->shape[dim]);
+    }
+    for (int r = 0; r < 2; r++) {
+        set_shape(&j->res[r], x->ndim, x->shape);
+        if (x->ndim > 0) j->res[r].shape[dim] = k;
+    }
+    j->res[0].dtype = x->dtype;
+    j->res[1].dtype = SCANFUSE_INT64;
+    sf_attrs *kc = j->canon;
+    kc->dim = dim;
+    kc->has_dim = true;
+    kc->count = k;
+    kc->has_count = true;
+    kc->largest = a->largest;
+    kc->sorted = a->sorted;
+    return SCANFUSE_OK;
+}
+
+static scanfuse_status infer_argsort(infer_job *j) {
+    const ictx *c = &j->c;
+    const sf_value *x = j->x;
+    const sf_attrs *a = j->a;
+    int64_t dim = 0;
+    scanfuse_status st = sort_dim(j, &dim);
+    if (st != SCANFUSE_OK) return st;
+    sf_attrs *kc = j->canon;
+    if (a->has_count) {
+        /* range=R states that every key is in [0, R): integer keys only */
+        if (sf_dtype_is_float(x->dtype))
+            return fail(c, SCANFUSE_ERROR_DTYPE, "argument 'range' needs integer keys, got %s",
+                        dt_name(x->dtype));
+        if (a->count < 1)
+            return fail(c, SCANFUSE_ERROR_ARGUMENT, "range must be at least 1, got %lld",
+                        (long long)a->count);
+        kc->count = a->count;
+        kc->has_count = true;
+    }
+    set_shape(&j->res[0], x->ndim, x->shape);
+    j->res[0].dtype = SCANFUSE_INT64;
+    kc->dim = dim;
+    kc->has_dim = true;
+    kc->descending = a->descending;
+    kc->stable = a->stable;
+    return SCANFUSE_OK;
+}
+
+/* one_hot and bincount: integer ids and a static class count. */
+static scanfuse_status infer_ids(infer_job *j) {
+    const ictx *c = &j->c;
+    const sf_value *x = j->x;
+    const sf_attrs *a = j->a;
+    bool oh = c->op == SF_OP_one_hot;
+    const char *pname = oh ? "num_classes" : "minlength";
+    scanfuse_status st = want_index_dtype(c, "x", x);
+    if (st != SCANFUSE_OK) return st;
+    if (!a->has_count) return fail(c, SCANFUSE_ERROR_ARGUMENT, "missing required argument '%s'", pname);
+    if (a->count < 0)
+        return fail(c, SCANFUSE_ERROR_ARGUMENT,
+                    "%s must be >= 0, got %lld (the result size is static: PyTorch's size "
+                    "inferred from the data is not supported)",
+                    pname, (long long)a->count);
+    sf_value *r = &j->res[0];
+    if (oh) {
+        if (x->ndim + 1 > SF_MAX_DIMS)
+            return fail(c, SCANFUSE_ERROR_ARGUMENT, "the result would have %d dims, more than %d",
+                        x->ndim + 1, SF_MAX_DIMS);
+        set_shape(r, x->ndim, x->shape);
+        r->shape[x->ndim] = a->count;
+        r->ndim = x->ndim + 1;
+    } else {
+        if (x->ndim != 1)
+            return fail(c, SCANFUSE_ERROR_SHAPE, "expected a 1-d tensor, got a %d-d tensor", x->ndim);
+        r->ndim = 1;
+        r->shape[0] = a->count;
+    }
+    r->dtype = SCANFUSE_INT64;
+    j->canon->count = a->count;
+    j->canon->has_count = true;
+    return SCANFUSE_OK;
+}
+
+static scanfuse_status infer_gather(infer_job *j) {
+    const ictx *c = &j->c;
+    const sf_value *x = j->x, *ix = &c->f->values[j->in[1]];
+    const char *iname = c->op == SF_OP_take_along_dim ? "indices" : "index";
+    scanfuse_status st = want_index_dtype(c, iname, ix);
+    if (st != SCANFUSE_OK) return st;
+    sf_value *r = &j->res[0];
+    r->dtype = x->dtype;
+    if (c->op == SF_OP_take_along_dim && !j->a->has_dim) {
+        /* torch.take_along_dim without dim: both flattened */
+        r->ndim = 1;
+        r->shape[0] = sf_value_numel(ix);
+        return SCANFUSE_OK;
+    }
+    int64_t dim = 0;
+    if ((st = want_dim(j, &dim)) != SCANFUSE_OK) return st;
+    j->canon->dim = dim;
+    j->canon->has_dim = true;
+    if (c->op == SF_OP_index_select) {
+        if (ix->ndim > 1)
+            return fail(c, SCANFUSE_ERROR_SHAPE, "index must be 1-d or 0-d, got a %d-d tensor",
+                        ix->ndim);
+        int64_t m = sf_value_numel(ix);
+        set_shape(r, x->ndim, x->shape);
+        if (x->ndim > 0) r->shape[dim] = m;
+        else if (m != 1)
+            return fail(c, SCANFUSE_ERROR_SHAPE,
+                        "index must have 1 element to select from a 0-d tensor, got %lld",
+                        (long long)m);
+        return SCANFUSE_OK;
+    }
+    if (ix->ndim != x->ndim)
+        return fail(c, SCANFUSE_ERROR_SHAPE, "%s has %d dims, but x has %d (they must match)",
+                    iname, ix->ndim, x->ndim);
+    set_shape(r, ix->ndim, ix->shape);
+    for (int d = 0; d < x->ndim; d++) {
+        if (d == dim) continue;
+        int64_t xs = x->shape[d], is = ix->shape[d];
+        if (c->op == SF_OP_take_along_dim) {
+            /* every dim but `dim` broadcasts */
+            if (xs != is && xs != 1 && is != 1)
+                return fail(c, SCANFUSE_ERROR_SHAPE,
+                            "x and indices do not broadcast at dim %d (sizes %lld and %lld)", d,
+                            (long long)xs, (long long)is);
+            r->shape[d] = xs == 1 ? is : xs;
+        } else if (is > xs) {
+            return fail(c, SCANFUSE_ERROR_SHAPE, "index size %lld exceeds the size %lld of x at dim %d",
+                        (long long)is, (long long)xs, d);
+        }
+    }
+    return SCANFUSE_OK;
+}
+
+static scanfuse_status infer_scatter(infer_job *j) {
+    const ictx *c = &j->c;
+    const sf_value *x = j->x, *ix = &c->f->values[j->in[1]], *src = &c->f->values[j->in[2]];
+    scanfuse_status st = want_index_dtype(c, "index", ix);
+    if (st != SCANFUSE_OK) return st;
+    int64_t dim = 0;
+    if ((st = want_dim(j, &dim)) != SCANFUSE_OK) return st;
+    if (j->a->reduce != SF_REDUCE_NONE && j->a->reduce != SF_REDUCE_ADD)
+        return fail(c, SCANFUSE_ERROR_ARGUMENT, "invalid reduce %d", (int)j->a->reduce);
+    if (ix->ndim != x->ndim)
+        return fail(c, SCANFUSE_ERROR_SHAPE, "index has %d dims, but x has %d (they must match)",
+                    ix->ndim, x->ndim);
+    /* src is a tensor of x's dtype, or a number (a weak scalar, converted to x's dtype:
+     * PyTorch's scatter(x, dim, index, value)) */
+    if (!src->weak) {
+        if (src->ndim != x->ndim)
+            return fail(c, SCANFUSE_ERROR_SHAPE, "src has %d dims, but x has %d (they must match)",
+                        src->ndim, x->ndim);
+        if (src->dtype != x->dtype)
+            return fail(c, SCANFUSE_ERROR_DTYPE, "src has dtype %s, but x has %s (they must match)",
+                        dt_name(src->dtype), dt_name(x->dtype));
+        for (int d = 0; d < x->ndim; d++)
+            if (ix->shape[d] > src->shape[d])
+                return fail(c, SCANFUSE_ERROR_SHAPE,
+                            "index size %lld exceeds the size %lld of src at dim %d",
+                            (long long)ix->shape[d], (long long)src->shape[d], d);
+    }
+    for (int d = 0; d < x->ndim; d++)
+        if (d != dim && ix->shape[d] > x->shape[d])
+            return fail(c, SCANFUSE_ERROR_SHAPE, "index size %lld exceeds the size %lld of x at dim %d",
+                        (long long)ix->shape[d], (long long)x->shape[d], d);
+    set_shape(&j->res[0], x->ndim, x->shape);
+    j->res[0].dtype = x->dtype;
+    j->canon->dim = dim;
+    j->canon->has_dim = true;
+    j->canon->reduce = j->a->reduce;
+    return SCANFUSE_OK;
+}
+
+static scanfuse_status infer_index(infer_job *j) {
+    switch (j->c.op) {
+    case SF_OP_topk: return infer_topk(j);
+    case SF_OP_argsort: return infer_argsort(j);
+    case SF_OP_one_hot: case SF_OP_bincount: return infer_ids(j);
+    case SF_OP_gather: case SF_OP_take_along_dim: case SF_OP_index_select: return infer_gather(j);
+    case SF_OP_scatter: return infer_scatter(j);
+    default: break;
+    }
+    SF_ASSERT(!"index op without inference");
+    return SCANFUSE_ERROR_UNSUPPORTED;
+}
+
+/* ------------------------------------------------------------------------------ */
 /* The entry point                                                                 */
 /* ------------------------------------------------------------------------------ */
 
@@ -921,9 +1148,7 @@ scanfuse_status sf_infer(const scanfuse_fusion *f, sf_op op, const int32_t *in, 
     case SF_KIND_SCAN: st = infer_scan(&j); break;
     case SF_KIND_REDUCTION: st = infer_reduction(&j); break;
     case SF_KIND_CONTRACTION: st = infer_matmul(&j); break;
-    case SF_KIND_INDEX:
-        st = fail(&c, SCANFUSE_ERROR_UNSUPPORTED, "index ops are not implemented");
-        break;
+    case SF_KIND_INDEX: st = infer_index(&j); break;
     case SF_KIND_SHAPE:
         if (op == SF_OP_expand) st = infer_expand(&j);
         else if (op == SF_OP_reshape) st = infer_reshape(&j);

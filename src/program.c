@@ -8,8 +8,8 @@
  * sees it, so backends only ever get valid sf_views; the backend computes every output
  * before it writes any, so a failed run leaves the caller's buffers untouched.
  *
- * Segmentation today is one kernel per node (weak scalar constants are folded into
- * their consumers and launch nothing); the fusion segmenter replaces sf_segment_nodes.
+ * Segmentation is segment.c's (sf_segment_program): fused kernels, or one kernel per
+ * node with options.fuse = 0.  The segment reports below print what it decided.
  */
 #include "sf.h"
 
@@ -52,21 +52,6 @@ static scanfuse_status prog_fail(sf_program *p, scanfuse_status st, const char *
     vsnprintf(p->error, sizeof p->error, fmt, ap);
     va_end(ap);
     return st;
-}
-
-/* One kernel per node; scalar constants launch nothing. */
-static scanfuse_status sf_segment_nodes(sf_program *p) {
-    const scanfuse_fusion *f = p->fusion;
-    p->segments = calloc((size_t)(f->nnodes ? f->nnodes : 1), sizeof(sf_segment));
-    if (!p->segments) return SCANFUSE_ERROR_MEMORY;
-    p->nsegments = 0;
-    for (int i = 0; i < f->nnodes; i++) {
-        if (f->nodes[i].op == SF_OP_scalar) continue;
-        p->segments[p->nsegments].first = i;
-        p->segments[p->nsegments].count = 1;
-        p->nsegments++;
-    }
-    return SCANFUSE_OK;
 }
 
 static const sf_backend *backend_for(scanfuse_device d) {
@@ -121,7 +106,7 @@ scanfuse_program *scanfuse_compile(const scanfuse_fusion *fusion, const scanfuse
         prog_fail(p, st, "%s", msg[0] ? msg : "compile: a pass failed");
         return (scanfuse_program *)p;
     }
-    if (sf_segment_nodes(p) != SCANFUSE_OK) {
+    if (sf_segment_program(p) != SCANFUSE_OK) {
         prog_fail(p, SCANFUSE_ERROR_MEMORY, "compile: out of memory");
         return (scanfuse_program *)p;
     }
@@ -136,8 +121,12 @@ scanfuse_program *scanfuse_compile(const scanfuse_fusion *fusion, const scanfuse
     if (p->backend->compile) {
         msg[0] = '\0';
         st = p->backend->compile(p, msg, sizeof msg);
-        if (st != SCANFUSE_OK) prog_fail(p, st, "%s", msg[0] ? msg : "compile: backend failed");
+        if (st != SCANFUSE_OK) {
+            prog_fail(p, st, "%s", msg[0] ? msg : "compile: backend failed");
+            return (scanfuse_program *)p;
+        }
     }
+    p->compiled = true;
     return (scanfuse_program *)p;
 }
 
@@ -146,7 +135,7 @@ void scanfuse_program_free(scanfuse_program *program) {
     if (!p) return;
     if (p->backend && p->backend->release) p->backend->release(p);
     scanfuse_fusion_free(p->fusion);
-    free(p->segments);
+    sf_segments_free(p->segments, p->nsegments);
     free(p);
 }
 
@@ -245,10 +234,7 @@ scanfuse_status scanfuse_run(scanfuse_program *program, const scanfuse_dl_tensor
         return SCANFUSE_ERROR_STATE;
     }
     /* A program whose compile failed stays failed; a failed run may be retried. */
-    if (p->status != SCANFUSE_OK && p->status != SCANFUSE_ERROR_VALUE &&
-        p->status != SCANFUSE_ERROR_ARGUMENT && p->status != SCANFUSE_ERROR_DTYPE &&
-        p->status != SCANFUSE_ERROR_SHAPE && p->status != SCANFUSE_ERROR_DEVICE)
-        return SCANFUSE_ERROR_STATE;
+    if (!p->compiled) return SCANFUSE_ERROR_STATE;
     p->status = SCANFUSE_OK;
     p->error[0] = '\0';
     const scanfuse_fusion *f = p->fusion;
@@ -281,52 +267,13 @@ scanfuse_status scanfuse_run(scanfuse_program *program, const scanfuse_dl_tensor
 
 char *scanfuse_program_ir(const scanfuse_program *program) {
     const sf_program *p = (const sf_program *)program;
-    if (!p || !p->fusion || p->status != SCANFUSE_OK) return NULL;
+    if (!p || !p->fusion || !p->compiled) return NULL;
     return scanfuse_print(p->fusion);
 }
 
 static int64_t value_bytes(const scanfuse_fusion *f, int32_t id) {
     const sf_value *v = &f->values[id];
     return sf_value_numel(v) * (int64_t)scanfuse_dtype_size(v->dtype);
-}
-
-static bool is_output(const scanfuse_fusion *f, int32_t id) {
-    for (int i = 0; i < f->noutputs; i++)
-        if (f->outputs[i] == id) return true;
-    return false;
-}
-
-/* Bytes a segment reads (each distinct value it consumes from outside once, weak
- * scalars excepted) and writes (each value it produces that a later segment or the
- * caller reads). */
-static void segment_bytes(const sf_program *p, int s, int64_t *rd, int64_t *wr) {
-    const scanfuse_fusion *f = p->fusion;
-    const sf_segment *seg = &p->segments[s];
-    int first = seg->first, last = seg->first + seg->count;
-    *rd = *wr = 0;
-    int32_t seen[64];
-    int nseen = 0;
-    for (int i = first; i < last; i++) {
-        const sf_node *n = &f->nodes[i];
-        for (int k = 0; k < n->nin; k++) {
-            int32_t id = n->in[k];
-            const sf_value *v = &f->values[id];
-            if (v->weak) continue;
-            if (v->producer >= first && v->producer < last) continue;
-            bool dup = false;
-            for (int j = 0; j < nseen; j++) dup |= seen[j] == id;
-            if (dup) continue;
-            if (nseen < 64) seen[nseen++] = id;
-            *rd += value_bytes(f, id);
-        }
-        for (int k = 0; k < n->nout; k++) {
-            int32_t id = n->out[k];
-            bool used_later = is_output(f, id);
-            for (int j = last; j < f->nnodes && !used_later; j++)
-                for (int q = 0; q < f->nodes[j].nin; q++) used_later |= f->nodes[j].in[q] == id;
-            if (used_later) *wr += value_bytes(f, id);
-        }
-    }
 }
 
 int scanfuse_program_num_kernels(const scanfuse_program *program) {
@@ -336,7 +283,7 @@ int scanfuse_program_num_kernels(const scanfuse_program *program) {
 
 int64_t scanfuse_program_floor_bytes(const scanfuse_program *program) {
     const sf_program *p = (const sf_program *)program;
-    if (!p || !p->fusion || p->status != SCANFUSE_OK) return -1;
+    if (!p || !p->fusion || !p->compiled) return -1;
     int64_t b = 0;
     for (int i = 0; i < p->fusion->ninputs; i++) b += value_bytes(p->fusion, p->fusion->inputs[i]);
     for (int i = 0; i < p->fusion->noutputs; i++) {
@@ -349,19 +296,40 @@ int64_t scanfuse_program_floor_bytes(const scanfuse_program *program) {
 
 int64_t scanfuse_program_moved_bytes(const scanfuse_program *program) {
     const sf_program *p = (const sf_program *)program;
-    if (!p || !p->fusion || p->status != SCANFUSE_OK) return -1;
+    if (!p || !p->fusion || !p->compiled) return -1;
     int64_t total = 0;
-    for (int s = 0; s < p->nsegments; s++) {
-        int64_t rd, wr;
-        segment_bytes(p, s, &rd, &wr);
-        total += rd + wr;
-    }
+    for (int s = 0; s < p->nsegments; s++)
+        total += p->segments[s].bytes_read + p->segments[s].bytes_written;
     return total;
+}
+
+static const char *seg_kind_name(sf_seg_kind k) {
+    switch (k) {
+    case SF_SEG_OPAQUE: return "single op";
+    case SF_SEG_POINTWISE: return "pointwise";
+    case SF_SEG_SCAN: return "scan";
+    case SF_SEG_REDUCE: return "reduction";
+    case SF_SEG_SMALL: return "small, op by op in cache";
+    }
+    return "?";
+}
+
+/* "x, w (1024 bytes)" or "nothing". */
+static void put_values(sf_buf *b, const scanfuse_fusion *f, const int32_t *ids, int n,
+                       int64_t bytes) {
+    char nb[32];
+    if (n == 0) {
+        sf_buf_puts(b, "nothing");
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        sf_buf_printf(b, "%s%s", i ? ", " : "", sf_value_name(f, ids[i], nb, sizeof nb));
+    sf_buf_printf(b, " (%lld bytes)", (long long)bytes);
 }
 
 char *scanfuse_program_segments(const scanfuse_program *program) {
     const sf_program *p = (const sf_program *)program;
-    if (!p || !p->fusion || p->status != SCANFUSE_OK) return NULL;
+    if (!p || !p->fusion || !p->compiled) return NULL;
     const scanfuse_fusion *f = p->fusion;
     sf_buf b = {0};
     char nb[32];
@@ -369,12 +337,18 @@ char *scanfuse_program_segments(const scanfuse_program *program) {
                   p->backend->name);
     for (int s = 0; s < p->nsegments; s++) {
         const sf_segment *seg = &p->segments[s];
-        int64_t rd, wr;
-        segment_bytes(p, s, &rd, &wr);
-        sf_buf_printf(&b, "kernel %d: %d op%s, reads %lld bytes, writes %lld bytes\n", s,
-                      seg->count, seg->count == 1 ? "" : "s", (long long)rd, (long long)wr);
-        for (int i = seg->first; i < seg->first + seg->count; i++) {
-            const sf_node *n = &f->nodes[i];
+        /* weak scalars are literals, printed inside the calls that use them */
+        int nops = 0;
+        for (int j = 0; j < seg->nnodes; j++) nops += f->nodes[seg->nodes[j]].op != SF_OP_scalar;
+        sf_buf_printf(&b, "kernel %d: %s, %d op%s; reads ", s, seg_kind_name(seg->kind), nops,
+                      nops == 1 ? "" : "s");
+        put_values(&b, f, seg->inputs, seg->ninputs, seg->bytes_read);
+        sf_buf_puts(&b, "; writes ");
+        put_values(&b, f, seg->outputs, seg->noutputs, seg->bytes_written);
+        sf_buf_puts(&b, "\n");
+        for (int j = 0; j < seg->nnodes; j++) {
+            const sf_node *n = &f->nodes[seg->nodes[j]];
+            if (n->op == SF_OP_scalar && nops > 0) continue;
             sf_buf_puts(&b, "    ");
             for (int k = 0; k < n->nout; k++)
                 sf_buf_printf(&b, "%s%s", k ? ", " : "", sf_value_name(f, n->out[k], nb, sizeof nb));

@@ -29,6 +29,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1165,6 +1166,249 @@ static scanfuse_status k_tri(rctx *c, const sf_node *n) {
 }
 
 /* ------------------------------------------------------------------------------ */
+/* Index and sort ops                                                              */
+/* ------------------------------------------------------------------------------ */
+
+/* A run-time index error: the op, the offending value and what it had to fit. */
+static scanfuse_status index_error(rctx *c, const sf_node *n, const char *what, int64_t v,
+                                   const char *range) {
+    sf_msg(c->msg, c->msglen, "%s: %s %lld is out of range (%s)", sf_op_table[n->op].name, what,
+           (long long)v, range);
+    return SCANFUSE_ERROR_VALUE;
+}
+
+/* Checks 0 <= v < size for an index along dim; writes the message otherwise. */
+static scanfuse_status check_index(rctx *c, const sf_node *n, int64_t v, int64_t dim,
+                                   int64_t size) {
+    if (v >= 0 && v < size) return SCANFUSE_OK;
+    char r[96];
+    snprintf(r, sizeof r, "dim %lld has size %lld", (long long)dim, (long long)size);
+    return index_error(c, n, "index", v, r);
+}
+
+/* One key of a sort: its value (float or int), and its position along the dim. */
+typedef struct sort_item {
+    double f;
+    int64_t i;
+    int64_t pos;
+    bool isf;
+} sort_item;
+
+/* Ascending key order: NaN above everything (all NaNs equal), -0.0 equal to +0.0. */
+static int key_cmp(const sort_item *a, const sort_item *b) {
+    if (a->isf) {
+        bool an = isnan(a->f), bn = isnan(b->f);
+        if (an || bn) return an == bn ? 0 : (an ? 1 : -1);
+        return a->f < b->f ? -1 : a->f > b->f ? 1 : 0;
+    }
+    return a->i < b->i ? -1 : a->i > b->i ? 1 : 0;
+}
+
+/* Equal keys keep their order (lower position first): a total order, so qsort gives
+ * exactly the stable sort. */
+static int pos_cmp(const sort_item *a, const sort_item *b) {
+    return a->pos < b->pos ? -1 : a->pos > b->pos ? 1 : 0;
+}
+static int sort_asc(const void *p, const void *q) {
+    int r = key_cmp(p, q);
+    return r ? r : pos_cmp(p, q);
+}
+static int sort_desc(const void *p, const void *q) {
+    int r = key_cmp(q, p);
+    return r ? r : pos_cmp(p, q);
+}
+
+/* outer x len x inner around dim (0-d: one row of length 1). */
+static void split_dim(const rbuf *x, int64_t dim, int64_t *outer, int64_t *len, int64_t *inner) {
+    *outer = *len = *inner = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d < dim) *outer *= x->shape[d];
+        else if (d == dim) *len = x->shape[d];
+        else *inner *= x->shape[d];
+    }
+}
+
+/* argsort and topk: each row along dim sorted stably (descending for argsort's
+ * descending and topk's largest); topk keeps the first k. */
+static scanfuse_status k_sort(rctx *c, const sf_node *n) {
+    const rbuf *x = &c->v[n->in[0]];
+    rbuf *y = &c->v[n->out[0]];
+    bool topk = n->op == SF_OP_topk;
+    rbuf *yi = topk ? &c->v[n->out[1]] : y;
+    int64_t dim = n->a.dim;
+    if (x->ndim > 0 && (dim < 0 || dim >= x->ndim)) return bad_node(c, n, "dim out of range");
+    int64_t outer, len, inner;
+    split_dim(x, dim, &outer, &len, &inner);
+    int64_t k = topk ? n->a.count : len;
+    if (k < 0 || k > len || yi->isf || yi->n != outer * k * inner ||
+        (topk && y->n != yi->n))
+        return bad_node(c, n, "result size does not match");
+    bool desc = topk ? n->a.largest : n->a.descending;
+    if (n->op == SF_OP_argsort && n->a.has_count) {
+        if (x->isf) return bad_node(c, n, "range needs integer keys");
+        char r[64];
+        snprintf(r, sizeof r, "range=%lld", (long long)n->a.count);
+        for (int64_t e = 0; e < x->n; e++)
+            if (x->i[e] < 0 || x->i[e] >= n->a.count) return index_error(c, n, "key", x->i[e], r);
+    }
+    if (x->n == 0) return SCANFUSE_OK;
+    sort_item *it = alloc_elems(len, sizeof *it);
+    if (!it && len > 0) {
+        sf_msg(c->msg, c->msglen, "%s: out of memory", sf_op_table[n->op].name);
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            int64_t base = o * len * inner + q;
+            for (int64_t t = 0; t < len; t++) {
+                int64_t off = base + t * inner;
+                it[t].isf = x->isf;
+                it[t].f = x->isf ? x->f[off] : 0.0;
+                it[t].i = x->isf ? 0 : x->i[off];
+                it[t].pos = t;
+            }
+            if (len > 1) qsort(it, (size_t)len, sizeof *it, desc ? sort_desc : sort_asc);
+            int64_t obase = o * k * inner + q;
+            for (int64_t t = 0; t < k; t++) {
+                int64_t yo = obase + t * inner;
+                put_i(yi, yo, it[t].pos);
+                if (topk) copy_el(y, yo, x, base + it[t].pos * inner);
+            }
+        }
+    free(it);
+    return SCANFUSE_OK;
+}
+
+/* one_hot: out[..., v] = 1 for the id v of each element; bincount: counts of ids. */
+static scanfuse_status k_ids(rctx *c, const sf_node *n) {
+    const rbuf *x = &c->v[n->in[0]];
+    rbuf *y = &c->v[n->out[0]];
+    int64_t C = n->a.count;
+    if (x->isf || y->isf || C < 0) return bad_node(c, n, "invalid ids or result");
+    bool oh = n->op == SF_OP_one_hot;
+    int64_t want = C;
+    if ((oh && sf_mul_overflow(x->n, C, &want)) || y->n != want)
+        return bad_node(c, n, "result size does not match");
+    char r[64];
+    snprintf(r, sizeof r, "%s=%lld", oh ? "num_classes" : "minlength", (long long)C);
+    for (int64_t e = 0; e < x->n; e++)
+        if (x->i[e] < 0 || x->i[e] >= C) return index_error(c, n, oh ? "class" : "id", x->i[e], r);
+    for (int64_t e = 0; e < y->n; e++) put_i(y, e, 0);
+    for (int64_t e = 0; e < x->n; e++) {
+        int64_t t = oh ? e * C + x->i[e] : x->i[e];
+        put_i(y, t, y->i[t] + 1);
+    }
+    return SCANFUSE_OK;
+}
+
+/* gather, take_along_dim, index_select: every result element copies one element of x,
+ * found by replacing its coordinate along dim with an index. */
+static scanfuse_status k_gather(rctx *c, const sf_node *n) {
+    const rbuf *x = &c->v[n->in[0]], *ix = &c->v[n->in[1]];
+    rbuf *y = &c->v[n->out[0]];
+    if (ix->isf || y->dt != x->dt) return bad_node(c, n, "invalid operands");
+    if (n->op == SF_OP_take_along_dim && !n->a.has_dim) { /* flattened */
+        if (y->n != ix->n) return bad_node(c, n, "result size does not match");
+        for (int64_t e = 0; e < y->n; e++) {
+            scanfuse_status st = check_index(c, n, ix->i[e], 0, x->n);
+            if (st != SCANFUSE_OK) return st;
+            copy_el(y, e, x, ix->i[e]);
+        }
+        return SCANFUSE_OK;
+    }
+    int nd = x->ndim;
+    int64_t dim = n->a.dim;
+    if (y->ndim != nd || (nd > 0 && (dim < 0 || dim >= nd))) return bad_node(c, n, "dim out of range");
+    int64_t size = nd > 0 ? x->shape[dim] : 1;
+    int64_t xs[SF_MAX_DIMS], is[SF_MAX_DIMS];
+    contig_strides(nd, x->shape, xs);
+    contig_strides(ix->ndim, ix->shape, is);
+    /* the coordinates of y must address x (and the index) everywhere but along dim */
+    bool sel = n->op == SF_OP_index_select;
+    if (!sel && ix->ndim != nd) return bad_node(c, n, "index rank differs");
+    for (int d = 0; d < nd; d++) {
+        bool ok = d == dim || x->shape[d] == y->shape[d] ||
+                  (n->op == SF_OP_gather ? y->shape[d] <= x->shape[d] : x->shape[d] == 1);
+        if (!sel) ok = ok && (ix->shape[d] == y->shape[d] || (d != dim && ix->shape[d] == 1));
+        if (!ok) return bad_node(c, n, "result shape does not fit the operands");
+    }
+    int64_t idx[SF_MAX_DIMS] = {0};
+    for (int64_t e = 0; e < y->n; e++) {
+        int64_t io; /* where the index of this element is */
+        if (n->op == SF_OP_index_select) {
+            io = nd > 0 ? idx[dim] : 0;
+            if (io >= ix->n) return bad_node(c, n, "index too short");
+        } else {
+            io = 0;
+            for (int d = 0; d < nd; d++) io += (ix->shape[d] == 1 ? 0 : idx[d]) * is[d];
+        }
+        int64_t v = ix->i[io];
+        scanfuse_status st = check_index(c, n, v, dim, size);
+        if (st != SCANFUSE_OK) return st;
+        int64_t xo = 0;
+        for (int d = 0; d < nd; d++)
+            xo += (d == dim ? v : (x->shape[d] == 1 ? 0 : idx[d])) * xs[d];
+        copy_el(y, e, x, xo);
+        next_index(nd, y->shape, idx);
+    }
+    return SCANFUSE_OK;
+}
+
+/* scatter: y = x, then for every index element in row-major order its src element goes
+ * to y at the index's coordinates with dim replaced by the index (the last write wins),
+ * or is added (reduce=add: floats sum in double from x's value, rounded once). */
+static scanfuse_status k_scatter(rctx *c, const sf_node *n) {
+    const rbuf *x = &c->v[n->in[0]], *ix = &c->v[n->in[1]], *src = &c->v[n->in[2]];
+    rbuf *y = &c->v[n->out[0]];
+    const sf_value *sv = &c->fu->values[n->in[2]];
+    int nd = x->ndim;
+    int64_t dim = n->a.dim;
+    if (!same_shape(x, y) || ix->isf || ix->ndim != nd || (nd > 0 && (dim < 0 || dim >= nd)))
+        return bad_node(c, n, "invalid operands");
+    bool scalar = sv->weak;
+    if (!scalar && src->ndim != nd) return bad_node(c, n, "src rank differs");
+    for (int d = 0; d < nd; d++)
+        if ((!scalar && ix->shape[d] > src->shape[d]) || (d != dim && ix->shape[d] > x->shape[d]))
+            return bad_node(c, n, "index larger than src or x");
+    int64_t size = nd > 0 ? x->shape[dim] : 1;
+    int64_t xs[SF_MAX_DIMS], ss[SF_MAX_DIMS];
+    contig_strides(nd, x->shape, xs);
+    contig_strides(src->ndim, src->shape, ss);
+    bool add = n->a.reduce == SF_REDUCE_ADD;
+    double *acc = NULL;
+    if (add && y->isf) {
+        acc = alloc_elems(y->n, sizeof *acc);
+        if (!acc && y->n > 0) {
+            sf_msg(c->msg, c->msglen, "scatter: out of memory");
+            return SCANFUSE_ERROR_MEMORY;
+        }
+        for (int64_t e = 0; e < y->n; e++) acc[e] = x->f[e];
+    }
+    for (int64_t e = 0; e < y->n; e++) copy_el(y, e, x, e);
+    int64_t idx[SF_MAX_DIMS] = {0};
+    scanfuse_status st = SCANFUSE_OK;
+    for (int64_t e = 0; e < ix->n; e++) {
+        int64_t v = ix->i[e];
+        st = check_index(c, n, v, dim, size);
+        if (st != SCANFUSE_OK) break;
+        int64_t yo = 0, so = 0;
+        for (int d = 0; d < nd; d++) {
+            yo += (d == dim ? v : idx[d]) * xs[d];
+            so += idx[d] * ss[d];
+        }
+        if (scalar) so = 0;
+        if (!add) copy_el(y, yo, src, so);
+        else if (y->isf) acc[yo] += load_f(src, so, y->dt);
+        else put_i(y, yo, u2i((uint64_t)y->i[yo] + (uint64_t)load_i(src, so, y->dt)));
+        next_index(nd, ix->shape, idx);
+    }
+    if (st == SCANFUSE_OK && acc)
+        for (int64_t e = 0; e < y->n; e++) put_f(y, e, acc[e]);
+    free(acc);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------ */
 /* Dispatch                                                                        */
 /* ------------------------------------------------------------------------------ */
 
@@ -1232,6 +1476,14 @@ static scanfuse_status run_node(rctx *c, const sf_node *n) {
     case SF_OP_argmax:
     case SF_OP_argmin: return k_argreduce(c, n);
     case SF_OP_matmul: return k_matmul(c, n);
+    case SF_OP_topk:
+    case SF_OP_argsort: return k_sort(c, n);
+    case SF_OP_one_hot:
+    case SF_OP_bincount: return k_ids(c, n);
+    case SF_OP_gather:
+    case SF_OP_take_along_dim:
+    case SF_OP_index_select: return k_gather(c, n);
+    case SF_OP_scatter: return k_scatter(c, n);
     case SF_NUM_OPS: break;
     }
     sf_msg(c->msg, c->msglen, "reference: unknown op %d", (int)n->op);
@@ -1256,6 +1508,8 @@ static bool op_known(sf_op op) {
     case SF_OP_sum: case SF_OP_prod: case SF_OP_max: case SF_OP_min: case SF_OP_mean:
     case SF_OP_argmax: case SF_OP_argmin:
     case SF_OP_matmul:
+    case SF_OP_topk: case SF_OP_argsort: case SF_OP_one_hot: case SF_OP_bincount:
+    case SF_OP_gather: case SF_OP_take_along_dim: case SF_OP_index_select: case SF_OP_scatter:
         return true;
     case SF_NUM_OPS: break;
     }

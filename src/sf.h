@@ -151,7 +151,8 @@ sf_op sf_op_lookup(const char *name);
 /* Signatures and argument binding (args.c)                                        */
 /* ------------------------------------------------------------------------------ */
 
-typedef enum sf_pkind { SF_P_TENSOR, SF_P_INT, SF_P_INTS, SF_P_NUM, SF_P_BOOL, SF_P_DTYPE } sf_pkind;
+/* SF_P_STR: a word from a fixed set (scatter's reduce=add); see sf_is_word_param. */
+typedef enum sf_pkind { SF_P_TENSOR, SF_P_INT, SF_P_INTS, SF_P_NUM, SF_P_BOOL, SF_P_DTYPE, SF_P_STR } sf_pkind;
 
 /* A number from the text form or an attribute: exactly one of int, float, bool. */
 typedef enum sf_numkind { SF_NUM_INT, SF_NUM_FLOAT, SF_NUM_BOOL } sf_numkind;
@@ -181,6 +182,9 @@ const sf_signature *sf_op_signature(sf_op op);
 /* The fusion IR                                                                   */
 /* ------------------------------------------------------------------------------ */
 
+/* scatter's reduce= argument.  SF_REDUCE_NONE (0, the default) is a plain scatter. */
+typedef enum sf_reduce { SF_REDUCE_NONE = 0, SF_REDUCE_ADD } sf_reduce;
+
 /*
  * Attributes of a node.  One struct for every op; each op uses the fields its
  * signature names (param name -> field: dim -> dim/has_dim (int form) or list (ints
@@ -205,6 +209,13 @@ const sf_signature *sf_op_signature(sf_op op);
  *  - full: list = shape, value as given, dtype = the result dtype;
  *  - arange/iota: start, end, step as numbers (iota: start 0, step 1), dtype = result;
  *  - scalar: value as given; the result value is marked weak.
+ *  - index and sort ops (k, num_classes, minlength, range -> count/has_count; largest,
+ *    sorted, descending, stable, reduce -> the fields of the same name):
+ *    topk: dim wrapped, count = k, largest and sorted as given;
+ *    argsort: dim wrapped, descending and stable as given, count = range when given;
+ *    one_hot: count = num_classes; bincount: count = minlength;
+ *    gather, index_select, scatter: dim wrapped (scatter: reduce as given);
+ *    take_along_dim: has_dim 0 = over the flattened input, else dim wrapped.
  */
 typedef struct sf_attrs {
     int64_t dim;
@@ -219,6 +230,11 @@ typedef struct sf_attrs {
     int64_t diagonal;
     scanfuse_dtype dtype; /* SCANFUSE_DTYPE_NONE when not given */
     bool exclusive, reverse, keepdim;
+    /* index and sort ops (see infer_index in infer.c for their canonical form) */
+    int64_t count;  /* topk: k; one_hot: num_classes; bincount: minlength; argsort: range */
+    bool has_count; /* false only for argsort without a range */
+    bool largest, sorted, descending, stable;
+    sf_reduce reduce; /* scatter */
 } sf_attrs;
 
 /* Attributes with every field "not given" (dtype NONE, flags false, lists empty). */
@@ -307,7 +323,7 @@ bool sf_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int
  * arguments (positional after the tensors, or key=value).  Used by scanfuse_op (with
  * attrs text) and by the text parser (which passes already-parsed arguments).
  */
-typedef enum sf_argkind { SF_ARG_VALUE, SF_ARG_INT, SF_ARG_FLOAT, SF_ARG_BOOL, SF_ARG_DTYPE, SF_ARG_LIST, SF_ARG_NONE } sf_argkind;
+typedef enum sf_argkind { SF_ARG_VALUE, SF_ARG_INT, SF_ARG_FLOAT, SF_ARG_BOOL, SF_ARG_DTYPE, SF_ARG_LIST, SF_ARG_NONE, SF_ARG_STR } sf_argkind;
 typedef struct sf_arg {
     const char *key;  /* NULL for positional */
     sf_argkind kind;
@@ -316,6 +332,7 @@ typedef struct sf_arg {
     scanfuse_dtype dtype;
     int64_t list[SF_MAX_LIST];
     int nlist;
+    char str[24];     /* SF_ARG_STR: the word (reduce=add or reduce="add") */
     int line, col;    /* position in the text, for messages (0 when not from text) */
 } sf_arg;
 
@@ -326,6 +343,14 @@ typedef struct sf_arg {
 scanfuse_status sf_bind_args(scanfuse_fusion *f, sf_op op, const sf_arg *args, int nargs,
                              int32_t *in, int *nin, sf_attrs *attrs, char *msg,
                              size_t msglen, int *bad_arg);
+
+/* True when some op has a word parameter (SF_P_STR) called `name`: a value given for
+ * it by key is read as a word (reduce=add), never as a value name or a dtype. */
+bool sf_is_word_param(const char *name);
+/* The reduce= words: "add" -> SF_REDUCE_ADD (false for any other word), and back
+ * ("none" for SF_REDUCE_NONE). */
+bool sf_reduce_parse(const char *word, sf_reduce *out);
+const char *sf_reduce_name(sf_reduce r);
 
 /* Parses an attribute string ("dim=-1, dtype=f32") into args (keys point into a
  * buffer the caller provides: text is copied into buf of size buflen). */
@@ -394,9 +419,62 @@ typedef struct sf_view {
 void sf_view_contiguous(sf_view *v, void *data, scanfuse_dtype dt, int ndim,
                         const int64_t *shape);
 
-/* A segment: nodes [first, first+count) of the lowered fusion run as one kernel. */
+/*
+ * Segments (segment.c): the kernels one run launches, in execution order.
+ *
+ * A segment lists the nodes it runs (ascending node indices, a topological order).
+ * Its *compute* nodes belong to it alone; its *setup* nodes (views — expand, permute,
+ * slice, reshape — and constants — scalar, full, arange, iota; see sf_node_is_setup)
+ * are replicated into every segment that reads them and are evaluated there once per
+ * run, before the segment's compute nodes, on whole values.
+ *
+ *  SF_SEG_OPAQUE     one op that does not fuse (matmul, pad, triu/tril, index and
+ *                    sort ops, a view or constant that is itself an output), run on
+ *                    whole values
+ *  SF_SEG_POINTWISE  pointwise ops that all have one shape, run tile by tile
+ *  SF_SEG_SCAN       a scan (the anchor) with pointwise producers (prologue) and
+ *                    consumers (epilogue) of the anchor's shape, run on tiles of whole
+ *                    scanned rows
+ *  SF_SEG_REDUCE     a reduction (the anchor) with a prologue of its input's shape and
+ *                    an epilogue of its result's shape, run on tiles that hold whole
+ *                    reduced extents
+ *  SF_SEG_SMALL      index and sort ops with their neighbours, every result small
+ *                    enough to stay in cache, run op by op (MoE routing: topk, the
+ *                    histogram, the cumsums, the counting sort, the inverse)
+ *
+ * Gathers (gather, take_along_dim, index_select) fuse into POINTWISE/SCAN/REDUCE
+ * kernels like pointwise ops, reading their x whole.  `lazy` is an index_select along
+ * dim 0 whose rows the kernel writes on demand, just before the tiles that read them
+ * through gathers (its result is one of the kernel's outputs); its views are the one
+ * case where a setup node reads a value its segment computes (SMALL kernels, op by op,
+ * may do so freely).
+ *
+ * inputs: the values the segment reads from memory (fusion inputs and outputs of
+ * earlier segments; weak scalars are literals and not listed).  outputs: the values
+ * its compute nodes produce that a later segment or the caller reads; each is written
+ * once.  Bytes count each input read once and each output written once.
+ * With options.fuse = 0 every node but a weak scalar is a segment of its own (its kind
+ * is still that of its op), and a segment with one compute node runs op by op.
+ */
+typedef enum sf_seg_kind {
+    SF_SEG_OPAQUE,
+    SF_SEG_POINTWISE,
+    SF_SEG_SCAN,
+    SF_SEG_REDUCE,
+    SF_SEG_SMALL
+} sf_seg_kind;
+
 typedef struct sf_segment {
-    int first, count;
+    sf_seg_kind kind;
+    int *nodes; /* owned; ascending */
+    int nnodes;
+    int anchor; /* node index of the scan or reduction (SCAN, REDUCE), else -1 */
+    int lazy;   /* node index of an index_select materialized on demand, else -1 */
+    int32_t *inputs; /* owned */
+    int ninputs;
+    int32_t *outputs; /* owned */
+    int noutputs;
+    int64_t bytes_read, bytes_written;
 } sf_segment;
 
 typedef struct sf_program sf_program;
@@ -422,6 +500,7 @@ struct sf_program {
     scanfuse_options options;
     const sf_backend *backend;
     void *backend_state;
+    bool compiled; /* set once compile succeeded; runs need it */
     scanfuse_status status;
     char error[SF_ERR_LEN];
 };
@@ -430,9 +509,49 @@ extern const sf_backend sf_backend_reference;
 extern const sf_backend sf_backend_cpu;
 extern const sf_backend sf_backend_cuda;
 
+/* The segmenter (segment.c).  Fills p->segments / p->nsegments from p->fusion: with
+ * p->options.fuse one kernel per group of fusible nodes, else one kernel per node
+ * (weak scalars are literals and launch nothing).  SCANFUSE_ERROR_MEMORY on OOM. */
+scanfuse_status sf_segment_program(sf_program *p);
+/* Frees a segment array (NULL-safe). */
+void sf_segments_free(sf_segment *segs, int n);
+/* Setup nodes: views and constants, evaluated on whole values by every segment that
+ * reads them (see sf_segment). */
+bool sf_node_is_setup(sf_op op);
+
 /* Copies an element-wise strided view into another of the same shape, converting
  * dtypes (float->int truncates, int->narrower int wraps, ->bool is != 0). */
 void sf_copy_view(const sf_view *dst, const sf_view *src);
+
+/* ------------------------------------------------------------------------------ */
+/* CUDA (cuda_loader.c, cuda_backend.c): helpers for tests and tools.  Each returns   */
+/* SCANFUSE_ERROR_DEVICE with a message when there is no driver, no GPU or no NVRTC.  */
+/* They work in the caller's current context, else the primary context of device_id. */
+/* ------------------------------------------------------------------------------ */
+
+/* SCANFUSE_OK when a CUDA device can run programs (msg: "NAME, sm_90, 132
+ * multiprocessors"), else why not. */
+scanfuse_status sf_cuda_probe(int device_id, char *msg, size_t msglen);
+/* SCANFUSE_OK when NVRTC can be loaded (msg: "NVRTC 13.0"), else why not. */
+scanfuse_status sf_cuda_nvrtc_probe(char *msg, size_t msglen);
+/* Device memory (cuMemAlloc / cuMemFree) and synchronous copies and fills. */
+scanfuse_status sf_cuda_alloc(int device_id, size_t bytes, void **dptr, char *msg, size_t msglen);
+void sf_cuda_free(int device_id, void *dptr);
+scanfuse_status sf_cuda_copy_to_device(int device_id, void *dst, const void *src, size_t bytes,
+                                       char *msg, size_t msglen);
+scanfuse_status sf_cuda_copy_to_host(int device_id, void *dst, const void *src, size_t bytes,
+                                     char *msg, size_t msglen);
+scanfuse_status sf_cuda_memset(int device_id, void *dst, int byte, size_t bytes, char *msg,
+                               size_t msglen);
+/* Waits for all work of the context (cuCtxSynchronize). */
+scanfuse_status sf_cuda_synchronize(int device_id, char *msg, size_t msglen);
+/* Generates the CUDA source of a compiled program (compiled for any device: only its
+ * lowered fusion and segments are used) and compiles it with NVRTC for sm_<arch>, through
+ * the kernel caches; needs NVRTC but no GPU.  *source (if non-NULL) receives the source
+ * (free with free()).  A template that does not compile gives SCANFUSE_ERROR_DEVICE with
+ * NVRTC's log in msg. */
+scanfuse_status sf_cuda_compile_offline(const sf_program *p, int arch, char **source, char *msg,
+                                        size_t msglen);
 
 /* ------------------------------------------------------------------------------ */
 /* .npy files (npy.c)                                                              */

@@ -11,7 +11,8 @@
  * torch.float16, a NumPy descr such as <f4, or an identifier that is not a defined
  * value name but parses as a dtype), a list [a, b] of integers, or a nested call of a
  * one-result op ("sigmoid(cast(max(x, dim=1), float32))"), whose result is an unnamed
- * value emitted before the node that uses it.
+ * value emitted before the node that uses it.  A word parameter given by key
+ * (scatter's reduce=add, or reduce="add") takes an identifier or a quoted word.
  *
  * Extension beyond the header's grammar: `output NAME as ALIAS` marks value NAME as an
  * output called ALIAS.  The printer needs it only for outputs whose name differs from
@@ -656,6 +657,16 @@ static bool parse_arg(parser *ps, sf_arg *a, int depth) {
             a->kind = SF_ARG_NONE;
             return true;
         }
+        if (a->key && sf_is_word_param(a->key)) { /* reduce=add: a word, not a name */
+            if (w.n >= sizeof a->str) {
+                char wq[QUOTE_MAX + 4];
+                perr(ps, at, SCANFUSE_ERROR_PARSE, "word '%s' is too long", quote(w, wq, sizeof wq));
+                return false;
+            }
+            memcpy(a->str, name, w.n + 1);
+            a->kind = SF_ARG_STR;
+            return true;
+        }
         if (strcmp(name, "inf") == 0 || strcmp(name, "nan") == 0) {
             a->kind = SF_ARG_FLOAT;
             a->num.kind = SF_NUM_FLOAT;
@@ -683,6 +694,20 @@ static bool parse_arg(parser *ps, sf_arg *a, int depth) {
         char qb[QUOTE_MAX + 4];
         perr(ps, at, SCANFUSE_ERROR_PARSE, "undefined name '%s'", quote(w, qb, sizeof qb));
         return false;
+    }
+    if ((c == '"' || c == '\'') && a->key && sf_is_word_param(a->key)) { /* reduce="add" */
+        const char *q = at + 1;
+        while (q < ps->end && *q != c) q++;
+        size_t n = (size_t)(q - (at + 1));
+        if (q >= ps->end || n == 0 || n >= sizeof a->str) {
+            perr(ps, at, SCANFUSE_ERROR_PARSE, "unterminated, empty or too long string");
+            return false;
+        }
+        memcpy(a->str, at + 1, n);
+        a->str[n] = '\0';
+        a->kind = SF_ARG_STR;
+        ps->p = q + 1;
+        return true;
     }
     char d[32];
     perr(ps, at, SCANFUSE_ERROR_PARSE, "unexpected %s in an argument",

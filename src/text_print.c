@@ -5,8 +5,9 @@
  * Layout: the inputs in declaration order ("input x: float32[4, 8]"), then every node
  * in order ("y = cumsum(x, dim=1)", "v, i = cummax(x, dim=0)"), then one line
  * "output a, b, ..." in output order.  Calls pass tensors positionally and every other
- * argument by key, in signature order, leaving out an argument whose text equals the
- * parameter's default and a none-default argument (dtype, dim, start, end) that
+ * argument by key, in signature order (a tensor parameter that follows a non-tensor
+ * one, as in gather(x, dim=1, index=i), is passed by key too), leaving out an argument
+ * whose text equals the parameter's default and a none-default argument (dtype, dim, start, end) that
  * inference would arrive at anyway (see omittable()): "cumsum(x, dim=1)", "sum(x)".
  *
  * Round trip: scanfuse_parse(scanfuse_print(f)) builds a fusion with the same inputs
@@ -182,7 +183,10 @@ static bool attrs_equal(const sf_attrs *a, const sf_attrs *b) {
     if (a->has_value != b->has_value || (a->has_value && !num_equal(&a->value, &b->value)))
         return false;
     return a->diagonal == b->diagonal && a->dtype == b->dtype &&
-           a->exclusive == b->exclusive && a->reverse == b->reverse && a->keepdim == b->keepdim;
+           a->exclusive == b->exclusive && a->reverse == b->reverse && a->keepdim == b->keepdim &&
+           a->has_count == b->has_count && (!a->has_count || a->count == b->count) &&
+           a->largest == b->largest && a->sorted == b->sorted &&
+           a->descending == b->descending && a->stable == b->stable && a->reduce == b->reduce;
 }
 
 /*
@@ -271,6 +275,21 @@ static bool param_text(const namer *nm, const sf_node *n, const sf_param *p, sf_
         sf_buf_puts(out, a->reverse ? "true" : "false");
     } else if (strcmp(k, "keepdim") == 0) {
         sf_buf_puts(out, a->keepdim ? "true" : "false");
+    } else if (strcmp(k, "k") == 0 || strcmp(k, "num_classes") == 0 ||
+               strcmp(k, "minlength") == 0 || strcmp(k, "range") == 0) {
+        if (!a->has_count) return false;
+        sf_buf_printf(out, "%lld", (long long)a->count);
+    } else if (strcmp(k, "largest") == 0) {
+        sf_buf_puts(out, a->largest ? "true" : "false");
+    } else if (strcmp(k, "sorted") == 0) {
+        sf_buf_puts(out, a->sorted ? "true" : "false");
+    } else if (strcmp(k, "descending") == 0) {
+        sf_buf_puts(out, a->descending ? "true" : "false");
+    } else if (strcmp(k, "stable") == 0) {
+        sf_buf_puts(out, a->stable ? "true" : "false");
+    } else if (strcmp(k, "reduce") == 0) {
+        if (a->reduce == SF_REDUCE_NONE) return false;
+        sf_buf_puts(out, sf_reduce_name(a->reduce)); /* a bare word: reduce=add */
     } else {
         return false; /* a parameter without an attribute field: nothing to print */
     }
@@ -286,15 +305,24 @@ static void print_call(const namer *nm, const sf_node *n, sf_buf *out) {
     sf_buf_puts(out, sf_op_table[n->op].name);
     sf_buf_puts(out, "(");
     bool first = true;
-    for (int i = 0; i < n->nin && i < SF_MAX_IN; i++) {
-        if (!first) sf_buf_puts(out, ", ");
-        put_tensor(out, nm, n->in[i]);
-        first = false;
-    }
     const sf_signature *sig = sf_op_signature(n->op);
+    /* Parameters in signature order: tensors positionally while every parameter before
+     * them is a tensor (all of them for most ops), by key after a non-tensor parameter
+     * (gather(x, dim=1, index=i)), so a literal in a later tensor slot cannot be read
+     * as the non-tensor parameter before it. */
+    bool keyed = false;
+    int t = 0;
     for (int i = 0; sig && i < sig->nparams; i++) {
         const sf_param *p = &sig->params[i];
-        if (p->kind == SF_P_TENSOR) continue;
+        if (p->kind == SF_P_TENSOR) {
+            if (t >= n->nin || t >= SF_MAX_IN) continue;
+            if (!first) sf_buf_puts(out, ", ");
+            if (keyed) sf_buf_printf(out, "%s=", p->name);
+            put_tensor(out, nm, n->in[t++]);
+            first = false;
+            continue;
+        }
+        keyed = true;
         sf_buf val = {0};
         bool given = param_text(nm, n, p, &val);
         char *text = sf_buf_take(&val);

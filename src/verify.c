@@ -110,6 +110,13 @@ static bool same_attrs(const sf_attrs *have, const sf_attrs *want, char *buf, si
     CMP_INT(exclusive)
     CMP_INT(reverse)
     CMP_INT(keepdim)
+    CMP_INT(count)
+    CMP_INT(has_count)
+    CMP_INT(largest)
+    CMP_INT(sorted)
+    CMP_INT(descending)
+    CMP_INT(stable)
+    CMP_INT(reduce)
 #undef CMP_INT
 #undef CMP_NUM
     return true;

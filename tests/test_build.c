@@ -91,7 +91,9 @@ static bool attrs_same(const sf_attrs *a, const sf_attrs *b) {
            a->has_start == b->has_start && a->has_end == b->has_end &&
            a->has_step == b->has_step && a->has_value == b->has_value &&
            a->diagonal == b->diagonal && a->dtype == b->dtype && a->exclusive == b->exclusive &&
-           a->reverse == b->reverse && a->keepdim == b->keepdim;
+           a->reverse == b->reverse && a->keepdim == b->keepdim && a->count == b->count &&
+           a->has_count == b->has_count && a->largest == b->largest && a->sorted == b->sorted &&
+           a->descending == b->descending && a->stable == b->stable && a->reduce == b->reduce;
 }
 
 /* Every node of f: inferring its canonical attributes again gives the same attributes
@@ -474,6 +476,200 @@ static void test_matmul(void) {
     scanfuse_fusion_free(f);
 }
 
+/* ---- index and sort ops ---- */
+
+/* The canonical attributes of the node that made value v. */
+static const sf_attrs *attrs_of(const scanfuse_fusion *f, scanfuse_value v) {
+    static sf_attrs none;
+    if (v < 0 || v >= f->nvalues || f->values[v].producer < 0) return &none;
+    return &f->nodes[f->values[v].producer].a;
+}
+
+static scanfuse_value op3(scanfuse_fusion *f, const char *op, scanfuse_value x, scanfuse_value y,
+                          scanfuse_value z, const char *attrs) {
+    scanfuse_value a[3] = {x, y, z};
+    return scanfuse_op(f, op, a, 3, attrs);
+}
+
+static void test_index_ops(void) {
+    scanfuse_fusion *f = scanfuse_fusion_new();
+    scanfuse_value x = IN(f, SCANFUSE_FLOAT32, 2, 4, 6);
+    scanfuse_value i = IN(f, SCANFUSE_INT64, 2, 4, 3);
+    scanfuse_value n = IN(f, SCANFUSE_INT32, 1, 5);
+    scanfuse_value s = IN0(f, SCANFUSE_INT64);
+    scanfuse_value z = IN0(f, SCANFUSE_FLOAT16);
+    scanfuse_value u = IN(f, SCANFUSE_UINT8, 2, 1, 6);
+    scanfuse_value one = IN(f, SCANFUSE_INT16, 1, 1);
+
+    scanfuse_value out[2] = {-1, -1};
+    CHECK_STATUS(scanfuse_op2(f, "topk", &x, 1, "3", out), SCANFUSE_OK);
+    EXPECT(f, out[0], SCANFUSE_FLOAT32, "[4, 3]");
+    EXPECT(f, out[1], SCANFUSE_INT64, "[4, 3]");
+    const sf_attrs *a = attrs_of(f, out[0]);
+    CHECK(a->has_dim && a->dim == 1 && a->has_count && a->count == 3 && a->largest && a->sorted);
+    CHECK_STATUS(scanfuse_op2(f, "topk", &x, 1, "k=2, dim=-2, largest=false, sorted=false", out),
+                 SCANFUSE_OK);
+    EXPECT(f, out[0], SCANFUSE_FLOAT32, "[2, 6]");
+    a = attrs_of(f, out[0]);
+    CHECK(a->dim == 0 && a->count == 2 && !a->largest && !a->sorted);
+    CHECK_STATUS(scanfuse_op2(f, "topk", &z, 1, "1, dim=0", out), SCANFUSE_OK);
+    EXPECT(f, out[0], SCANFUSE_FLOAT16, "[]");
+    EXPECT(f, out[1], SCANFUSE_INT64, "[]");
+    CHECK_STATUS(scanfuse_op2(f, "topk", &x, 1, "k=0", out), SCANFUSE_OK);
+    EXPECT(f, out[0], SCANFUSE_FLOAT32, "[4, 0]");
+
+    scanfuse_value v = op1(f, "argsort", x, NULL);
+    EXPECT(f, v, SCANFUSE_INT64, "[4, 6]");
+    a = attrs_of(f, v);
+    CHECK(a->has_dim && a->dim == 1 && !a->descending && !a->stable && !a->has_count);
+    v = op1(f, "argsort", n, "0, true, true, 8");
+    EXPECT(f, v, SCANFUSE_INT64, "[5]");
+    a = attrs_of(f, v);
+    CHECK(a->dim == 0 && a->descending && a->stable && a->has_count && a->count == 8);
+    EXPECT(f, op1(f, "argsort", z, NULL), SCANFUSE_INT64, "[]");
+
+    EXPECT(f, op1(f, "one_hot", i, "num_classes=7"), SCANFUSE_INT64, "[4, 3, 7]");
+    EXPECT(f, op1(f, "one_hot", s, "3"), SCANFUSE_INT64, "[3]");
+    EXPECT(f, op1(f, "one_hot", u, "0"), SCANFUSE_INT64, "[1, 6, 0]");
+    v = op1(f, "bincount", n, "minlength=4");
+    EXPECT(f, v, SCANFUSE_INT64, "[4]");
+    CHECK(attrs_of(f, v)->count == 4);
+
+    /* tensors first (the C API's order) or torch's order in the text */
+    v = op2(f, "gather", x, i, "dim=1");
+    EXPECT(f, v, SCANFUSE_FLOAT32, "[4, 3]");
+    CHECK(attrs_of(f, v)->dim == 1);
+    EXPECT(f, op2(f, "gather", x, i, "-1"), SCANFUSE_FLOAT32, "[4, 3]");
+    EXPECT(f, op2(f, "gather", x, u, "0"), SCANFUSE_FLOAT32, "[1, 6]");
+    EXPECT(f, op2(f, "gather", z, s, "0"), SCANFUSE_FLOAT16, "[]");
+    v = op2(f, "take_along_dim", x, i, "dim=1");
+    EXPECT(f, v, SCANFUSE_FLOAT32, "[4, 3]");
+    v = op2(f, "take_along_dim", x, i, NULL);
+    EXPECT(f, v, SCANFUSE_FLOAT32, "[12]");
+    CHECK(!attrs_of(f, v)->has_dim);
+    EXPECT(f, op2(f, "take_along_dim", x, u, "1"), SCANFUSE_FLOAT32, "[4, 6]");
+    EXPECT(f, op2(f, "take_along_dim", x, u, "0"), SCANFUSE_FLOAT32, "[1, 6]");
+    EXPECT(f, op2(f, "index_select", x, n, "dim=1"), SCANFUSE_FLOAT32, "[4, 5]");
+    EXPECT(f, op2(f, "index_select", x, s, "dim=0"), SCANFUSE_FLOAT32, "[1, 6]");
+    EXPECT(f, op2(f, "index_select", z, one, "dim=0"), SCANFUSE_FLOAT16, "[]");
+    CHECK_STATUS(scanfuse_op2(f, "topk", &x, 1, "3", out), SCANFUSE_OK);
+    v = op3(f, "scatter", x, i, out[0], "dim=1");
+    EXPECT(f, v, SCANFUSE_FLOAT32, "[4, 6]");
+    CHECK(attrs_of(f, v)->reduce == SF_REDUCE_NONE);
+    v = op3(f, "scatter", x, i, out[0], "1, reduce=\"add\"");
+    CHECK(attrs_of(f, v)->reduce == SF_REDUCE_ADD && attrs_of(f, v)->dim == 1);
+    v = op2(f, "scatter", x, i, "src=2, dim=-1, reduce=add");
+    EXPECT(f, v, SCANFUSE_FLOAT32, "[4, 6]");
+    CHECK(attrs_of(f, v)->reduce == SF_REDUCE_ADD);
+    EXPECT(f, op3(f, "scatter", x, u, x, "0"), SCANFUSE_FLOAT32, "[4, 6]");
+    CHECK_STATUS(scanfuse_fusion_status(f), SCANFUSE_OK);
+    check_idempotent(f);
+    scanfuse_fusion_free(f);
+
+    /* shape errors that need other inputs than fx() has */
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_FLOAT32, 2, 4, 6);
+    scanfuse_value j = IN(f, SCANFUSE_INT64, 2, 5, 3);
+    CHECK(op2(f, "gather", x, j, "dim=1") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_SHAPE, "gather: index size 5 exceeds the size 4 of x at dim 0");
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_FLOAT32, 2, 4, 6);
+    j = IN(f, SCANFUSE_INT64, 2, 3, 2);
+    CHECK(op2(f, "take_along_dim", x, j, "dim=1") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_SHAPE, "take_along_dim: x and indices do not broadcast at dim 0 (sizes 4 and 3)");
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_FLOAT32, 2, 4, 6);
+    j = IN(f, SCANFUSE_INT64, 1, 3);
+    CHECK(op2(f, "take_along_dim", x, j, "dim=1") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_SHAPE, "take_along_dim: indices has 1 dims, but x has 2 (they must match)");
+    f = scanfuse_fusion_new();
+    z = IN0(f, SCANFUSE_FLOAT32);
+    j = IN(f, SCANFUSE_INT64, 1, 2);
+    CHECK(op2(f, "index_select", z, j, "dim=0") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_SHAPE, "index_select: index must have 1 element to select from a 0-d tensor, got 2");
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_FLOAT32, 2, 4, 6);
+    j = IN(f, SCANFUSE_INT64, 2, 4, 3);
+    scanfuse_value src = IN(f, SCANFUSE_FLOAT32, 2, 4, 2);
+    CHECK(op3(f, "scatter", x, j, src, "dim=1") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_SHAPE, "scatter: index size 3 exceeds the size 2 of src at dim 1");
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_FLOAT32, 2, 4, 6);
+    j = IN(f, SCANFUSE_INT64, 2, 5, 3);
+    CHECK(op2(f, "scatter", x, j, "dim=1, src=1.0") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_SHAPE, "scatter: index size 5 exceeds the size 4 of x at dim 0");
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_INT8, 8, 1, 1, 1, 1, 1, 1, 1, 2);
+    CHECK(op1(f, "one_hot", x, "3") == SCANFUSE_NO_VALUE);
+    EXPECT_ERR(f, SCANFUSE_ERROR_ARGUMENT, "one_hot: the result would have 9 dims, more than 8");
+    f = scanfuse_fusion_new();
+    x = IN(f, SCANFUSE_INT64, 1, 5);
+    CHECK(op1(f, "one_hot", x, "4611686018427387904") == SCANFUSE_NO_VALUE); /* 5 * 2^62 */
+    EXPECT_ERR(f, SCANFUSE_ERROR_MEMORY, "one_hot: size overflows int64");
+}
+
+/* Word parameters (reduce=add) in attribute text and binding. */
+static void test_words(void) {
+    CHECK(sf_is_word_param("reduce") && !sf_is_word_param("dim") && !sf_is_word_param(NULL));
+    sf_reduce r = SF_REDUCE_NONE;
+    CHECK(sf_reduce_parse("add", &r) && r == SF_REDUCE_ADD);
+    CHECK(!sf_reduce_parse("sum", &r) && !sf_reduce_parse(NULL, &r));
+    CHECK(strcmp(sf_reduce_name(SF_REDUCE_ADD), "add") == 0 &&
+          strcmp(sf_reduce_name(SF_REDUCE_NONE), "none") == 0);
+    sf_arg args[4];
+    char buf[128], msg[256];
+    int n = 0;
+    scanfuse_status st = sf_parse_attr_text("reduce=add, reduce=\"add\", reduce='mul', reduce=none",
+                                            args, 4, &n, buf, sizeof buf, msg, sizeof msg);
+    CHECK(st == SCANFUSE_OK && n == 4);
+    if (st == SCANFUSE_OK && n == 4) {
+        CHECK(args[0].kind == SF_ARG_STR && strcmp(args[0].str, "add") == 0);
+        CHECK(args[1].kind == SF_ARG_STR && strcmp(args[1].str, "add") == 0);
+        CHECK(args[2].kind == SF_ARG_STR && strcmp(args[2].str, "mul") == 0);
+        CHECK(args[3].kind == SF_ARG_NONE);
+    }
+    /* only word parameters take words */
+    st = sf_parse_attr_text("value=add", args, 4, &n, buf, sizeof buf, msg, sizeof msg);
+    CHECK(st == SCANFUSE_ERROR_PARSE && sf_test_contains(msg, "unexpected 'add'"));
+    st = sf_parse_attr_text("add", args, 4, &n, buf, sizeof buf, msg, sizeof msg);
+    CHECK(st == SCANFUSE_ERROR_PARSE);
+    st = sf_parse_attr_text("reduce=averyveryveryveryverylongword", args, 4, &n, buf, sizeof buf,
+                            msg, sizeof msg);
+    CHECK(st == SCANFUSE_ERROR_PARSE && sf_test_contains(msg, "too long"));
+
+    /* binding: a tensor where a non-tensor parameter comes next fills the next tensor
+     * parameter; the skipped parameter takes the next positional argument */
+    scanfuse_fusion *f = scanfuse_fusion_new();
+    scanfuse_value x = IN(f, SCANFUSE_FLOAT32, 2, 2, 3);
+    scanfuse_value i = IN(f, SCANFUSE_INT64, 2, 2, 3);
+    memset(args, 0, sizeof args);
+    args[0].kind = args[1].kind = SF_ARG_VALUE;
+    args[0].value = x;
+    args[1].value = i;
+    args[2].kind = SF_ARG_INT;
+    args[2].num.kind = SF_NUM_INT;
+    args[2].num.i = 1;
+    int32_t in[SF_MAX_IN];
+    int nin = 0, bad = -1;
+    sf_attrs at;
+    st = sf_bind_args(f, SF_OP_gather, args, 3, in, &nin, &at, msg, sizeof msg, &bad);
+    CHECK(st == SCANFUSE_OK && nin == 2 && in[0] == x && in[1] == i && at.has_dim && at.dim == 1);
+    /* torch's order binds the same */
+    sf_arg t = args[1];
+    args[1] = args[2];
+    args[2] = t;
+    st = sf_bind_args(f, SF_OP_gather, args, 3, in, &nin, &at, msg, sizeof msg, &bad);
+    CHECK(st == SCANFUSE_OK && nin == 2 && in[0] == x && in[1] == i && at.dim == 1);
+    /* a word where a word is not expected */
+    args[2].kind = SF_ARG_STR;
+    snprintf(args[2].str, sizeof args[2].str, "add");
+    st = sf_bind_args(f, SF_OP_gather, args, 3, in, &nin, &at, msg, sizeof msg, &bad);
+    CHECK(st == SCANFUSE_ERROR_ARGUMENT && bad == 2 &&
+          sf_test_contains(msg, "argument 'index' must be a tensor, got word 'add'"));
+    CHECK_EQ_INT(f->nnodes, 0);
+    scanfuse_fusion_free(f);
+}
+
 /* ---- signatures, attribute text, binding ---- */
 
 static void test_signatures(void) {
@@ -746,6 +942,44 @@ static void test_errors(void) {
     ERR("sum", 0, -1, -1, "dim=1.0", A, "sum: argument 'dim' must be an int or a list of ints, got float 1");
     ERR("full", -1, -1, -1, "[2], [1]", A, "full: argument 'fill_value' must be a number, got list [1]");
     ERR("scalar", -1, -1, -1, NULL, A, "scalar: missing required argument 'value'");
+    /* index and sort ops */
+    ERR("topk", 0, -1, -1, "k=4", A, "topk: k 4 out of range for dim 1 of size 3");
+    ERR("topk", 0, -1, -1, "k=-1", A, "topk: k -1 out of range for dim 1");
+    ERR("topk", 0, -1, -1, "2, dim=2", A, "topk: dim 2 out of range for a 2-d tensor");
+    ERR("topk", 3, -1, -1, "k=2", A, "topk: k 2 out of range for a 0-d tensor (k must be 1)");
+    ERR("topk", 4, -1, -1, "k=1, dim=0", A, "topk: k 1 out of range for dim 0 of size 0");
+    ERR("topk", 2, -1, -1, "k=1", D, "topk: argument 'x' has dtype bool");
+    ERR("topk", 0, -1, -1, NULL, A, "topk: missing required argument 'k'");
+    ERR("topk", 0, -1, -1, "k=1.5", A, "topk: argument 'k' must be an int, got float 1.5");
+    ERR("argsort", 0, -1, -1, "range=3", D, "argsort: argument 'range' needs integer keys, got float32");
+    ERR("argsort", 1, -1, -1, "range=0", A, "argsort: range must be at least 1, got 0");
+    ERR("argsort", 1, -1, -1, "dim=-3", A, "argsort: dim -3 out of range for a 2-d tensor");
+    ERR("argsort", 1, -1, -1, "descending=1", A, "argsort: argument 'descending' must be a bool");
+    ERR("one_hot", 0, -1, -1, "3", D, "one_hot: argument 'x' must have an integer dtype, got float32");
+    ERR("one_hot", 2, -1, -1, "3", D, "one_hot: argument 'x' must have an integer dtype, got bool");
+    ERR("one_hot", 1, -1, -1, "-1", A, "one_hot: num_classes must be >= 0, got -1");
+    ERR("one_hot", 1, -1, -1, NULL, A, "one_hot: missing required argument 'num_classes'");
+    ERR("bincount", 1, -1, -1, "4", S, "bincount: expected a 1-d tensor, got a 2-d tensor");
+    ERR("bincount", 1, -1, -1, "minlength=-2", A, "bincount: minlength must be >= 0, got -2");
+    ERR("bincount", 5, -1, -1, "4", D, "bincount: argument 'x' must have an integer dtype");
+    ERR("gather", 0, 1, -1, "dim=2", A, "gather: dim 2 out of range for a 2-d tensor");
+    ERR("gather", 0, 0, -1, "dim=1", D, "gather: argument 'index' must have an integer dtype, got float32");
+    ERR("gather", 0, 2, -1, "dim=1", D, "gather: argument 'index' must have an integer dtype, got bool");
+    ERR("gather", 5, 1, -1, "dim=0", S, "gather: index has 2 dims, but x has 1 (they must match)");
+    ERR("gather", 0, 1, -1, NULL, A, "gather: missing required argument 'dim'");
+    ERR("gather", 0, 1, -1, "1, 2", A, "gather: too many positional arguments");
+    ERR("gather", 0, -1, -1, "1", A, "gather: missing required argument 'index'");
+    ERR("index_select", 0, 1, -1, "dim=0", S, "index_select: index must be 1-d or 0-d, got a 2-d tensor");
+    ERR("index_select", 0, 5, -1, "dim=0", D, "index_select: argument 'index' must have an integer dtype");
+    ERR("take_along_dim", 0, 0, -1, NULL, D, "take_along_dim: argument 'indices' must have an integer dtype");
+    ERR("take_along_dim", 0, 1, -1, "dim=-3", A, "take_along_dim: dim -3 out of range");
+    ERR("scatter", 0, 1, 1, "dim=0", D, "scatter: src has dtype int32, but x has float32 (they must match)");
+    ERR("scatter", 0, 1, 5, "dim=0", S, "scatter: src has 1 dims, but x has 2 (they must match)");
+    ERR("scatter", 0, 1, 0, "dim=0, reduce=mul", A, "scatter: argument 'reduce' must be none or add, got 'mul'");
+    ERR("scatter", 0, 1, 0, "dim=0, reduce=1", A, "scatter: argument 'reduce' must be a word, got int 1");
+    ERR("scatter", 0, 1, 0, "0, reduce=add, reduce=add", A, "scatter: argument 'reduce' given twice");
+    ERR("scatter", 0, 0, 0, "dim=0", D, "scatter: argument 'index' must have an integer dtype");
+    ERR("scatter", 5, 1, 0, "dim=0", S, "scatter: index has 2 dims, but x has 1 (they must match)");
     /* attribute text, prefixed by the op */
     ERR("cumsum", 0, -1, -1, "dim=", P, "cumsum: column 5: expected a value after 'dim='");
     ERR("cumsum", 0, -1, -1, "dim=1 exclusive", P, "expected ','");
@@ -988,6 +1222,8 @@ int main(void) {
     test_shape_ops();
     test_creation();
     test_matmul();
+    test_index_ops();
+    test_words();
     test_signatures();
     test_attr_text();
     test_bind();

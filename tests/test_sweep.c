@@ -59,7 +59,9 @@
 /* Cases                                                                              */
 /* ---------------------------------------------------------------------------------- */
 
-enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_BASE, G_EXPONENT, G_SPECIAL, G_SPECIAL_NZ, G_FULL, G_BOOL };
+/* G_INDEX: integers in [0, hi) (indices, ids, small-range keys); G_TIES: floats from a
+ * few values (ties, -0.0 next to 0.0, NaN and infinities) for the sorts */
+enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_BASE, G_EXPONENT, G_SPECIAL, G_SPECIAL_NZ, G_FULL, G_BOOL, G_INDEX, G_TIES };
 enum { T_EXACT, T_ULP1, T_SUM, T_REL, T_LSE, T_MATMUL };
 enum { MAG_NONE, MAG_SCAN, MAG_REDUCE };
 enum { EXP_OK, EXP_DTYPE, EXP_SHAPE, EXP_ANY };
@@ -72,6 +74,7 @@ typedef struct in_spec {
     int64_t shape[SF_MAX_DIMS];
     int gen;
     int layout;
+    int64_t hi; /* G_INDEX: values in [0, hi) */
 } in_spec;
 
 typedef struct sweep_case {
@@ -224,6 +227,10 @@ static double gen_float(sf_test_rng *r, int gen) {
         return uni(r, -4, 4);
     case G_FULL: return uni(r, -1.0e4, 1.0e4);
     case G_BOOL: return (double)(sf_test_rng_next(r) & 1);
+    case G_TIES: {
+        static const double tv[] = {-2.0, -0.0, 0.0, 1.5, 3.0, NAN, INFINITY, -INFINITY};
+        return tv[sf_test_rng_int(r, 0, (int64_t)(sizeof tv / sizeof tv[0]) - 1)];
+    }
     default: return uni(r, -4, 4);
     }
 }
@@ -291,6 +298,7 @@ static bool make_input(tin *x, const in_spec *s, sf_test_rng *r, bool force_nonz
     for (int64_t j = 0; j < t->numel; j++) {
         int64_t off = tb_offset(t, j);
         if (sf_dtype_is_float(t->dt)) sf_store_f64(t->base, off, t->dt, gen_float(r, s->gen));
+        else if (s->gen == G_INDEX) sf_store_i64(t->base, off, t->dt, sf_test_rng_int(r, 0, s->hi - 1));
         else sf_store_i64(t->base, off, t->dt, gen_int(r, force_nonzero ? nonzero_gen(s->gen) : s->gen, t->dt));
     }
     size_t n = (size_t)(t->numel > 0 ? t->numel : 1);
@@ -642,6 +650,7 @@ static void run_case(sweep_case *c) {
             const char *nm;
             s.layout = c->in[i].layout;
             s.gen = c->in[i].gen;
+            s.hi = c->in[i].hi;
             scanfuse_fusion_input_info(f, i, &nm, &s.dt, &s.ndim, s.shape);
         } else {
             s = c->in[i];
@@ -1435,6 +1444,492 @@ static void gen_matmul(sf_op op) {
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* Index and sort ops                                                                 */
+/* ---------------------------------------------------------------------------------- */
+
+/* One tensor argument of an index-op case. */
+typedef struct ix_arg {
+    int ndim;
+    int64_t shape[4];
+    int layout;
+} ix_arg;
+
+static const scanfuse_dtype index_dtypes[] = {SCANFUSE_INT64, SCANFUSE_INT32, SCANFUSE_INT16,
+                                              SCANFUSE_UINT8, SCANFUSE_INT8};
+
+/* A case whose inputs are given one by one; `call` NULL means op(x0, ..., attrs). */
+static void ix_case(sf_op op, scanfuse_dtype acct, const char *label, int nin,
+                    const scanfuse_dtype *dts, const ix_arg *args, const int *gens,
+                    const int64_t *his, const char *attrs, const char *call, bool api,
+                    int out_layout, int expect) {
+    sweep_case c;
+    case_init(&c, op, acct, label);
+    for (int i = 0; i < nin; i++) {
+        add_in(&c, dts[i], args[i].ndim, args[i].shape, gens[i], args[i].layout);
+        c.in[i].hi = his ? his[i] : 0;
+    }
+    if (call) {
+        snprintf(c.call, sizeof c.call, "%s", call);
+        c.literal = true;
+    } else {
+        set_call(&c, attrs);
+    }
+    c.tol = T_EXACT; /* copies, positions, counts, and scatter-add's double sums */
+    c.api = api && !call;
+    c.out_layout = out_layout;
+    c.expect = expect;
+    run_case(&c);
+}
+
+/* The size of x along dim (0-d: 1). */
+static int64_t ix_size(const ix_arg *x, int dim) {
+    if (x->ndim == 0) return 1;
+    return x->shape[dim < 0 ? dim + x->ndim : dim];
+}
+
+/* topk and argsort: keys of every dtype, shapes, flags, special values and ties. */
+static void gen_sort_op(sf_op op, bool topk) {
+    static const struct {
+        ix_arg x;
+        const char *topk_attrs, *sort_attrs;
+        int out_layout;
+    } cs[] = {
+        {{0, {0}, L_CONTIG}, "k=1", "", L_CONTIG},
+        {{0, {0}, L_CONTIG}, "k=1, dim=0, largest=false", "dim=0, descending=true", L_CONTIG},
+        {{1, {1}, L_CONTIG}, "k=1", "stable=true", L_CONTIG},
+        {{1, {7}, L_CONTIG}, "k=3", "", L_CONTIG},
+        {{1, {7}, L_CONTIG}, "k=7, largest=false", "descending=true", L_CONTIG},
+        {{1, {1000}, L_CONTIG}, "k=8", "stable=true", L_CONTIG},
+        {{1, {1000}, L_CONTIG}, "k=600, largest=false", "descending=true, stable=true", L_CONTIG},
+        {{1, {1000}, L_CONTIG}, "k=0", "dim=-1", L_CONTIG},
+        {{2, {3, 33}, L_CONTIG}, "k=2, dim=0", "dim=0", L_TRANSPOSED},
+        {{2, {3, 33}, L_CONTIG}, "k=5, dim=-1, sorted=false", "dim=1, descending=true", L_CONTIG},
+        {{2, {3, 33}, L_CONTIG}, "k=33, dim=1, largest=false", "dim=-2, descending=true", L_SLICED},
+        {{3, {2, 3, 7}, L_CONTIG}, "k=2, dim=1", "dim=1", L_CONTIG},
+        {{3, {3, 0, 4}, L_CONTIG}, "k=3, dim=2", "dim=2", L_CONTIG},
+        {{3, {3, 0, 4}, L_CONTIG}, "k=0, dim=1", "dim=1, descending=true", L_CONTIG},
+        {{2, {33, 7}, L_TRANSPOSED}, "k=4, dim=0", "dim=0, stable=true", L_CONTIG},
+        {{1, {500}, L_SLICED}, "k=20", "descending=true", L_CONTIG},
+        {{2, {5, 33}, L_BROADCAST}, "k=3", "", L_CONTIG},
+        {{2, {7, 9}, L_MISALIGNED}, "k=4, dim=0, largest=false", "dim=0", L_CONTIG},
+        {{2, {64, 256}, L_CONTIG}, "k=8, dim=1", "dim=1, descending=true", L_CONTIG},
+    };
+    const int ncs = (int)(sizeof cs / sizeof cs[0]);
+    for (int di = 0; di < NDT; di++) {
+        scanfuse_dtype dt = all_dtypes[di];
+        if (accepts(op, dt) == 0) {
+            ix_arg x = {2, {3, 7}, L_CONTIG};
+            ix_case(op, dt, "rejected dtype", 1, &dt, &x, (int[]){G_DEFAULT}, NULL,
+                    topk ? "k=1" : "", NULL, false, L_CONTIG, EXP_DTYPE);
+            continue;
+        }
+        bool fl = sf_dtype_is_float(dt);
+        for (int i = 0; i < ncs; i++) {
+            const char *attrs = topk ? cs[i].topk_attrs : cs[i].sort_attrs;
+            /* plain values, then values with many ties (and NaN, +-inf, -0.0) */
+            int g0 = G_DEFAULT, g1 = fl ? G_TIES : (dt == SCANFUSE_BOOL ? G_BOOL : G_INDEX);
+            int64_t hi[1] = {3};
+            ix_case(op, dt, "sort", 1, &dt, &cs[i].x, &g0, hi, attrs, NULL, i == 9, cs[i].out_layout,
+                    EXP_OK);
+            ix_case(op, dt, "ties", 1, &dt, &cs[i].x, &g1, hi, attrs, NULL, false, L_CONTIG, EXP_OK);
+            if (i == 5 || i == 9) {
+                int g2 = fl ? G_SPECIAL : G_FULL;
+                ix_case(op, dt, "special values", 1, &dt, &cs[i].x, &g2, hi, attrs, NULL, false,
+                        L_CONTIG, EXP_OK);
+            }
+        }
+        /* argsort with a stated key range: a counting sort when the range is small, a
+         * merge sort with the range checked otherwise */
+        if (!topk && !fl) {
+            static const struct { ix_arg x; int64_t hi; const char *attrs; } rg[] = {
+                {{1, {1000}, L_CONTIG}, 5, "range=5"},
+                {{1, {1000}, L_CONTIG}, 2, "range=2, descending=true, stable=true"},
+                {{2, {3, 33}, L_TRANSPOSED}, 7, "dim=0, range=7"},
+                {{2, {3, 33}, L_CONTIG}, 33, "dim=1, range=33, descending=true"},
+                {{1, {7}, L_CONTIG}, 100, "range=100000"},
+                {{3, {3, 0, 4}, L_CONTIG}, 1, "dim=1, range=1"},
+            };
+            for (size_t i = 0; i < sizeof rg / sizeof rg[0]; i++) {
+                int g = dt == SCANFUSE_BOOL ? G_BOOL : G_INDEX;
+                int64_t hi = dt == SCANFUSE_INT8 && rg[i].hi > 127 ? 127 : rg[i].hi;
+                if (dt == SCANFUSE_BOOL && rg[i].hi < 2) continue;
+                ix_case(op, dt, "range", 1, &dt, &rg[i].x, &g, &hi, rg[i].attrs, NULL, i == 0,
+                        L_CONTIG, EXP_OK);
+            }
+        }
+    }
+    if (!topk) {
+        /* a float key range is rejected */
+        ix_arg x = {1, {7}, L_CONTIG};
+        ix_case(op, SCANFUSE_FLOAT32, "range of floats", 1, (scanfuse_dtype[]){SCANFUSE_FLOAT32}, &x,
+                (int[]){G_DEFAULT}, NULL, "range=4", NULL, false, L_CONTIG, EXP_DTYPE);
+        /* keys known to be small (topk indices, argmax) sort by counting: routing-like
+         * programs, stable ascending and descending */
+        static const char *const progs[] = {
+            "input x0: float32[128, 16]\nv, e = topk(x0, 2, dim=1)\nf = reshape(e, [256])\n"
+            "y0 = argsort(f, stable=true)\ny1 = argsort(f, descending=true)\noutput y0, y1\n",
+            "input x0: bfloat16[300, 64]\nv, e = topk(x0, 8, dim=-1, largest=false)\n"
+            "y0 = argsort(e, dim=0, stable=true)\ny1 = argsort(permute(e, [1, 0]))\noutput y0, y1\n",
+            "input x0: float16[1000, 4]\nm = argmax(x0, dim=1)\ny0 = argsort(m, stable=true)\n"
+            "y1 = argsort(slice(m, 0, 5, 600, 3), descending=true)\noutput y0, y1\n",
+        };
+        for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+            sweep_case c;
+            case_init(&c, op, SCANFUSE_INT64, "counting sort");
+            c.raw_text = progs[i];
+            c.tol = T_EXACT;
+            run_case(&c);
+        }
+    }
+}
+
+/* one_hot and bincount: integer ids in range. */
+static void gen_ids_op(sf_op op, bool oh) {
+    static const struct { ix_arg x; int64_t c; } cs[] = {
+        {{0, {0}, L_CONTIG}, 4},      {{1, {7}, L_CONTIG}, 5},       {{1, {1}, L_CONTIG}, 1},
+        {{1, {1000}, L_CONTIG}, 13},  {{1, {0}, L_CONTIG}, 3},       {{1, {0}, L_CONTIG}, 0},
+        {{1, {500}, L_SLICED}, 9},    {{2, {3, 33}, L_CONTIG}, 3},   {{3, {3, 0, 4}, L_CONTIG}, 2},
+        {{2, {33, 7}, L_TRANSPOSED}, 7}, {{2, {5, 33}, L_BROADCAST}, 6}, {{1, {1000}, L_CONTIG}, 300},
+    };
+    for (int di = 0; di < NDT; di++) {
+        scanfuse_dtype dt = all_dtypes[di];
+        ix_arg x1 = {1, {7}, L_CONTIG};
+        if (!sf_dtype_is_intlike(dt) || dt == SCANFUSE_BOOL) {
+            ix_case(op, dt, "rejected dtype", 1, &dt, &x1, (int[]){G_DEFAULT}, NULL,
+                    oh ? "num_classes=3" : "minlength=3", NULL, false, L_CONTIG, EXP_DTYPE);
+            continue;
+        }
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+            if (!oh && cs[i].x.ndim != 1) continue; /* bincount: 1-d ids */
+            int64_t hi = cs[i].c;
+            if (hi - 1 > sf_int_max(dt)) hi = sf_int_max(dt) + 1;
+            if (hi == 0 && cs[i].x.shape[0] != 0) continue;
+            char attrs[64];
+            snprintf(attrs, sizeof attrs, oh ? "num_classes=%lld" : "minlength=%lld", (long long)cs[i].c);
+            ix_case(op, dt, "ids", 1, &dt, &cs[i].x, (int[]){G_INDEX}, &hi, attrs, NULL, i == 1,
+                    i == 7 ? L_TRANSPOSED : L_CONTIG, EXP_OK);
+        }
+    }
+    if (!oh) { /* bincount takes 1-d ids */
+        ix_arg x = {2, {3, 4}, L_CONTIG};
+        ix_case(op, SCANFUSE_INT64, "2-d ids", 1, (scanfuse_dtype[]){SCANFUSE_INT64}, &x,
+                (int[]){G_INDEX}, (int64_t[]){3}, "minlength=3", NULL, false, L_CONTIG, EXP_SHAPE);
+    }
+}
+
+/* gather, take_along_dim, index_select: x of every dtype, indices of every integer
+ * dtype, in range. */
+static void gen_gather_op(sf_op op) {
+    typedef struct { ix_arg x, ix; int dim; const char *attrs; } gcase;
+    static const gcase gather[] = {
+        {{2, {3, 33}, L_CONTIG}, {2, {3, 5}, L_CONTIG}, 1, "dim=1"},
+        {{2, {3, 33}, L_CONTIG}, {2, {2, 33}, L_TRANSPOSED}, 0, "dim=0"},
+        {{2, {3, 33}, L_CONTIG}, {2, {1, 40}, L_CONTIG}, 1, "dim=-1"},
+        {{0, {0}, L_CONTIG}, {0, {0}, L_CONTIG}, 0, "dim=0"},
+        {{3, {2, 3, 7}, L_CONTIG}, {3, {2, 2, 7}, L_CONTIG}, 1, "dim=1"},
+        {{3, {2, 3, 7}, L_CONTIG}, {3, {1, 3, 4}, L_SLICED}, 2, "dim=2"},
+        {{2, {33, 7}, L_TRANSPOSED}, {2, {10, 7}, L_CONTIG}, 0, "dim=0"},
+        {{2, {5, 33}, L_BROADCAST}, {2, {5, 4}, L_CONTIG}, 1, "dim=1"},
+        {{2, {3, 33}, L_CONTIG}, {2, {3, 0}, L_CONTIG}, 1, "dim=1"},
+        {{2, {9, 17}, L_SLICED}, {2, {4, 17}, L_SLICED}, 0, "dim=0"},
+        {{2, {7, 9}, L_MISALIGNED}, {2, {7, 20}, L_MISALIGNED}, 1, "dim=1"},
+    };
+    static const gcase take[] = {
+        {{2, {3, 33}, L_CONTIG}, {2, {3, 5}, L_CONTIG}, 1, "dim=1"},
+        {{2, {3, 7}, L_CONTIG}, {2, {1, 4}, L_CONTIG}, 1, "dim=1"},
+        {{2, {1, 7}, L_CONTIG}, {2, {3, 2}, L_TRANSPOSED}, 1, "dim=-1"},
+        {{3, {2, 3, 7}, L_CONTIG}, {3, {2, 1, 7}, L_CONTIG}, 1, "dim=1"},
+        {{2, {3, 7}, L_TRANSPOSED}, {2, {2, 5}, L_CONTIG}, -1, ""},
+        {{0, {0}, L_CONTIG}, {0, {0}, L_CONTIG}, 0, "dim=0"},
+        {{0, {0}, L_CONTIG}, {1, {3}, L_CONTIG}, -1, ""},
+        {{2, {3, 33}, L_SLICED}, {2, {3, 33}, L_TRANSPOSED}, 0, "dim=0"},
+        {{2, {5, 33}, L_BROADCAST}, {2, {5, 0}, L_CONTIG}, 1, "dim=1"},
+    };
+    static const gcase sel[] = {
+        {{2, {3, 33}, L_CONTIG}, {1, {10}, L_CONTIG}, 1, "dim=1"},
+        {{2, {3, 33}, L_CONTIG}, {1, {5}, L_SLICED}, 0, "dim=0"},
+        {{2, {3, 33}, L_CONTIG}, {0, {0}, L_CONTIG}, 1, "dim=-1"},
+        {{0, {0}, L_CONTIG}, {1, {1}, L_CONTIG}, 0, "dim=0"},
+        {{0, {0}, L_CONTIG}, {0, {0}, L_CONTIG}, 0, "dim=-1"},
+        {{2, {1000, 7}, L_CONTIG}, {1, {50}, L_CONTIG}, 0, "dim=0"},
+        {{3, {2, 3, 7}, L_CONTIG}, {1, {0}, L_CONTIG}, 2, "dim=2"},
+        {{2, {33, 7}, L_TRANSPOSED}, {1, {20}, L_CONTIG}, 0, "dim=0"},
+        {{2, {5, 33}, L_BROADCAST}, {1, {40}, L_CONTIG}, 0, "dim=0"},
+        {{3, {4, 5, 6}, L_TRANSPOSED}, {1, {9}, L_CONTIG}, 1, "dim=1"},
+    };
+    const gcase *list;
+    size_t n;
+    if (is_op(op, "gather")) { list = gather; n = sizeof gather / sizeof gather[0]; }
+    else if (is_op(op, "take_along_dim")) { list = take; n = sizeof take / sizeof take[0]; }
+    else { list = sel; n = sizeof sel / sizeof sel[0]; }
+    for (int di = 0; di < NDT; di++) {
+        scanfuse_dtype dt = all_dtypes[di];
+        for (size_t i = 0; i < n; i++) {
+            const gcase *g = &list[i];
+            scanfuse_dtype it = index_dtypes[((size_t)di + i) % 5];
+            int64_t hi = g->dim < 0 ? sw_numel(g->x.ndim, g->x.shape) : ix_size(&g->x, g->dim);
+            if (hi - 1 > sf_int_max(it)) it = SCANFUSE_INT64;
+            scanfuse_dtype dts[2] = {dt, it};
+            ix_arg args[2] = {g->x, g->ix};
+            int gens[2] = {sf_dtype_is_float(dt) && i % 3 == 2 ? G_SPECIAL : G_DEFAULT, G_INDEX};
+            if (!sf_dtype_is_float(dt) && i % 3 == 2) gens[0] = G_FULL;
+            int64_t his[2] = {0, hi};
+            ix_case(op, dt, "gather", 2, dts, args, gens, his, g->attrs, NULL, i == 0,
+                    i == 1 ? L_TRANSPOSED : L_CONTIG, EXP_OK);
+        }
+        /* indices must be integers */
+        ix_arg args[2] = {{2, {3, 7}, L_CONTIG}, {2, {3, 7}, L_CONTIG}};
+        if (list == sel) args[1] = (ix_arg){1, {4}, L_CONTIG};
+        scanfuse_dtype bad = di % 2 ? SCANFUSE_FLOAT32 : SCANFUSE_BOOL;
+        ix_case(op, dt, "float index", 2, (scanfuse_dtype[]){dt, bad}, args,
+                (int[]){G_DEFAULT, G_BOOL}, NULL, "dim=1", NULL, false, L_CONTIG, EXP_DTYPE);
+    }
+}
+
+/* scatter: plain (the last write wins) and reduce=add, tensor and literal sources. */
+static void gen_scatter_op(sf_op op) {
+    typedef struct { ix_arg x, ix, src; int dim; } scase;
+    static const scase cs[] = {
+        {{2, {3, 33}, L_CONTIG}, {2, {3, 5}, L_CONTIG}, {2, {3, 5}, L_CONTIG}, 1},
+        {{2, {3, 33}, L_CONTIG}, {2, {2, 5}, L_TRANSPOSED}, {2, {3, 8}, L_CONTIG}, 0},
+        {{2, {5, 4}, L_CONTIG}, {2, {5, 4}, L_CONTIG}, {2, {5, 4}, L_SLICED}, 0},
+        {{0, {0}, L_CONTIG}, {0, {0}, L_CONTIG}, {0, {0}, L_CONTIG}, 0},
+        {{3, {2, 3, 7}, L_CONTIG}, {3, {2, 3, 2}, L_CONTIG}, {3, {2, 3, 7}, L_CONTIG}, 2},
+        {{2, {3, 33}, L_CONTIG}, {2, {3, 0}, L_CONTIG}, {2, {3, 1}, L_CONTIG}, 1},
+        {{2, {33, 7}, L_TRANSPOSED}, {2, {40, 7}, L_CONTIG}, {2, {40, 7}, L_CONTIG}, 0},
+        {{2, {5, 33}, L_BROADCAST}, {2, {5, 33}, L_CONTIG}, {2, {5, 33}, L_BROADCAST}, 1},
+        {{1, {1000}, L_CONTIG}, {1, {3000}, L_CONTIG}, {1, {3000}, L_CONTIG}, 0},
+    };
+    for (int di = 0; di < NDT; di++) {
+        scanfuse_dtype dt = all_dtypes[di];
+        bool fl = sf_dtype_is_float(dt);
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+            const scase *c = &cs[i];
+            scanfuse_dtype it = index_dtypes[((size_t)di + i) % 5];
+            int64_t hi = ix_size(&c->x, c->dim);
+            if (hi - 1 > sf_int_max(it)) it = SCANFUSE_INT64;
+            scanfuse_dtype dts[3] = {dt, it, dt};
+            ix_arg args[3] = {c->x, c->ix, c->src};
+            int gv = i % 3 == 2 ? (fl ? G_SPECIAL : G_FULL) : G_DEFAULT;
+            int gens[3] = {gv, G_INDEX, gv};
+            int64_t his[3] = {0, hi, 0};
+            char attrs[64];
+            snprintf(attrs, sizeof attrs, "dim=%d", c->dim);
+            ix_case(op, dt, "scatter", 3, dts, args, gens, his, attrs, NULL, i == 0, L_CONTIG, EXP_OK);
+            snprintf(attrs, sizeof attrs, "dim=%d, reduce=%s", c->dim, i % 2 ? "\"add\"" : "add");
+            ix_case(op, dt, "scatter add", 3, dts, args, gens, his, attrs, NULL, i == 1,
+                    i == 0 ? L_TRANSPOSED : L_CONTIG, EXP_OK);
+            /* a number as the source, converted straight to x's dtype */
+            if (i == 0 || i == 4 || i == 8) {
+                const char *lit = dt == SCANFUSE_BOOL ? "true" : fl ? "-2.75" : "3";
+                char call[160];
+                snprintf(call, sizeof call, "scatter(x0, %d, x1, %s)", c->dim, lit);
+                ix_case(op, dt, "literal src", 2, dts, args, gens, his, NULL, call, false, L_CONTIG, EXP_OK);
+                snprintf(call, sizeof call, "scatter(x0, x1, src=%s, dim=%d, reduce=add)",
+                         dt == SCANFUSE_BOOL ? "1" : "2.5", c->dim);
+                ix_case(op, dt, "literal src add", 2, dts, args, gens, his, NULL, call, false,
+                        L_CONTIG, EXP_OK);
+            }
+        }
+        /* src must have x's dtype */
+        scanfuse_dtype other = dt == SCANFUSE_FLOAT32 ? SCANFUSE_FLOAT64 : SCANFUSE_FLOAT32;
+        ix_arg args[3] = {cs[0].x, cs[0].ix, cs[0].src};
+        ix_case(op, dt, "src dtype", 3, (scanfuse_dtype[]){dt, SCANFUSE_INT64, other}, args,
+                (int[]){G_DEFAULT, G_INDEX, G_DEFAULT}, (int64_t[]){0, 3, 0}, "dim=1", NULL, false,
+                L_CONTIG, EXP_DTYPE);
+    }
+}
+
+static void gen_index(sf_op op) {
+    if (is_op(op, "topk")) gen_sort_op(op, true);
+    else if (is_op(op, "argsort")) gen_sort_op(op, false);
+    else if (is_op(op, "one_hot")) gen_ids_op(op, true);
+    else if (is_op(op, "bincount")) gen_ids_op(op, false);
+    else if (is_op(op, "gather") || is_op(op, "take_along_dim") || is_op(op, "index_select"))
+        gen_gather_op(op);
+    else if (is_op(op, "scatter")) gen_scatter_op(op);
+    /* an index op no generator knows is reported as having no case */
+}
+
+/* The counting sort written as IR (histogram, exclusive cumsum, ranks within each
+ * bucket, scatter: how a segmenter can lower argsort of small-range keys) must equal
+ * argsort's stable order, on the CPU and on the reference. */
+static const char *const counting_ir_text =
+    "input logits: float32[512, 16]\n"
+    "v, e = topk(logits, 2, dim=1)\n"
+    "k = reshape(e, [1024])\n"
+    "starts = cumsum(bincount(k, 16), dim=0, exclusive=true)\n"
+    "rank = gather(cumsum(one_hot(k, 16), dim=0, exclusive=true), 1, reshape(k, [1024, 1]))\n"
+    "slot = add(reshape(rank, [1024]), index_select(starts, 0, k))\n"
+    "perm = scatter(full([1024], 0), 0, slot, iota(1024))\n"
+    "y0 = argsort(k, stable=true)\n"
+    "same = min(eq(perm, y0))\n"
+    "output y0, perm, same\n";
+
+static void counting_sort_ir_case(void) {
+    if (only_op && strcmp(only_op, "argsort") != 0) return;
+    case_no++;
+    scanfuse_fusion *f = scanfuse_parse(counting_ir_text, "sweep");
+    if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+        CHECKF(0, "counting sort as IR: build failed: %s", f ? scanfuse_fusion_error(f) : "NULL");
+        scanfuse_fusion_free(f);
+        return;
+    }
+    int64_t lsh[2] = {512, 16}, n = 1024;
+    static int64_t cpu_order[1024];
+    tbuf lg, y0, perm, same;
+    bool ok = tb_init(&lg, SCANFUSE_FLOAT32, 2, lsh, L_CONTIG) &&
+              tb_init(&y0, SCANFUSE_INT64, 1, &n, L_CONTIG) &&
+              tb_init(&perm, SCANFUSE_INT64, 1, &n, L_CONTIG) &&
+              tb_init(&same, SCANFUSE_BOOL, 0, NULL, L_CONTIG);
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0xC0FFEEull + (uint64_t)case_no);
+    for (int64_t j = 0; ok && j < lg.numel; j++)
+        sf_store_f64(lg.base, j, SCANFUSE_FLOAT32, (double)sf_test_rng_int(&rng, 0, 6)); /* ties */
+    for (int dev = 0; ok && dev < 2; dev++) {
+        scanfuse_options opt;
+        scanfuse_options_init(&opt);
+        opt.device = dev ? SCANFUSE_DEVICE_REFERENCE : SCANFUSE_DEVICE_CPU;
+        scanfuse_program *p = scanfuse_compile(f, &opt);
+        scanfuse_dl_tensor din[1] = {lg.dl}, dout[3] = {y0.dl, perm.dl, same.dl};
+        scanfuse_status st = p ? scanfuse_program_status(p) : SCANFUSE_ERROR_MEMORY;
+        if (st == SCANFUSE_OK) st = scanfuse_run(p, din, 1, dout, 3);
+        CHECKF(st == SCANFUSE_OK, "counting sort as IR (%s): %s", dev ? "reference" : "cpu",
+               p ? scanfuse_program_error(p) : "NULL");
+        if (st == SCANFUSE_OK) {
+            CHECKF(tb_get_i(&same, 0) == 1 && memcmp(y0.base, perm.base, (size_t)n * 8) == 0,
+                   "counting sort as IR (%s) differs from argsort", dev ? "reference" : "cpu");
+            if (dev == 0) memcpy(cpu_order, y0.base, sizeof cpu_order);
+            else CHECKF(memcmp(cpu_order, y0.base, sizeof cpu_order) == 0,
+                        "counting sort as IR: the cpu and reference argsorts differ");
+        }
+        scanfuse_program_free(p);
+    }
+    CHECKF(ok, "counting sort as IR: out of memory");
+    ncases[SF_OP_argsort]++;
+    tb_free(&lg);
+    tb_free(&y0);
+    tb_free(&perm);
+    tb_free(&same);
+    scanfuse_fusion_free(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Index ops given bad indices at run time: an error status, every output untouched    */
+/* ---------------------------------------------------------------------------------- */
+
+/* Each program reads index input `i` (int64[4]) or `k` (int64[4] keys); the bad value
+ * is written at position 2 of that input. */
+static void bad_index_cases(void) {
+    static const struct {
+        const char *op, *text, *what;
+        int64_t bad;
+    } bc[] = {
+        {"gather", "input x: float32[3, 5]\ninput i: int64[4]\ns = cumsum(x, dim=1)\n"
+                   "g = gather(x, 1, expand(reshape(i, [1, 4]), [3, 4]))\noutput s, g\n", "index", 5},
+        {"gather", "input x: float32[3, 5]\ninput i: int64[4]\ng = gather(x, 1, reshape(i, [1, 4]))\n"
+                   "output g\n", "index", -1},
+        {"take_along_dim", "input x: int32[3, 5]\ninput i: int64[4]\n"
+                           "t = take_along_dim(x, reshape(i, [1, 4]), dim=1)\nu = take_along_dim(x, i)\n"
+                           "output t, u\n", "index", 15},
+        {"take_along_dim", "input x: int32[3, 5]\ninput i: int64[4]\n"
+                           "t = take_along_dim(x, reshape(i, [4, 1]), dim=0)\noutput t\n", "index", -3},
+        {"index_select", "input x: bfloat16[6, 5]\ninput i: int64[4]\ns = index_select(x, 0, i)\n"
+                         "output s, x\n", "index", 6},
+        {"index_select", "input x: bfloat16[6, 5]\ninput i: int64[4]\ns = index_select(x, 1, i)\n"
+                         "output s\n", "index", -1},
+        {"scatter", "input x: float16[3, 5]\ninput i: int64[4]\n"
+                    "s = scatter(x, 1, expand(reshape(i, [1, 4]), [3, 4]), 1.0)\noutput s\n", "index", 5},
+        {"scatter", "input x: int64[3, 5]\ninput i: int64[4]\n"
+                    "s = scatter(x, 0, reshape(i, [1, 4]), reshape(i, [1, 4]), reduce=add)\noutput s\n",
+         "index", -2},
+        {"one_hot", "input i: int64[4]\no = one_hot(i, 4)\nc = cumsum(i, 0)\noutput c, o\n", "class", 4},
+        {"one_hot", "input i: int64[4]\no = one_hot(i, 4)\noutput o\n", "class", -1},
+        {"bincount", "input i: int64[4]\nb = bincount(i, minlength=3)\noutput b\n", "id", 3},
+        {"bincount", "input i: int64[4]\nb = bincount(i, 3)\noutput b, i\n", "id", -7},
+        {"argsort", "input i: int64[4]\na = argsort(i, range=3, stable=true)\noutput a\n", "key", 3},
+        {"argsort", "input i: int64[4]\na = argsort(i, range=3, descending=true)\noutput a\n", "key", -1},
+        {"argsort", "input i: int64[4]\na = argsort(i, range=1000000)\noutput a\n", "key", 1000000},
+    };
+    for (size_t b = 0; b < sizeof bc / sizeof bc[0]; b++) {
+        if (only_op && strcmp(only_op, bc[b].op) != 0) continue;
+        case_no++;
+        char desc[900], one[700];
+        sw_oneline(bc[b].text, one, sizeof one);
+        snprintf(desc, sizeof desc, "case #%d (bad index %lld) {%s}", case_no, (long long)bc[b].bad, one);
+        scanfuse_fusion *f = scanfuse_parse(bc[b].text, "sweep");
+        if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+            CHECKF(0, "%s: build failed: %s", desc, f ? scanfuse_fusion_error(f) : "NULL");
+            scanfuse_fusion_free(f);
+            continue;
+        }
+        int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
+        tbuf ins[2], outs[3];
+        memset(ins, 0, sizeof ins);
+        memset(outs, 0, sizeof outs);
+        scanfuse_dl_tensor din[2], dout[3];
+        bool ok = nin <= 2 && nout <= 3;
+        for (int k = 0; k < nin && ok; k++) {
+            const char *nm;
+            scanfuse_dtype dt;
+            int nd;
+            int64_t sh[SF_MAX_DIMS];
+            scanfuse_fusion_input_info(f, k, &nm, &dt, &nd, sh);
+            ok = tb_init(&ins[k], dt, nd, sh, L_CONTIG);
+            for (int64_t j = 0; ok && j < ins[k].numel; j++) {
+                bool is_idx = strcmp(nm, "i") == 0;
+                int64_t v = is_idx ? (j == 2 ? bc[b].bad : j % 3) : j % 5;
+                if (sf_dtype_is_float(dt)) sf_store_f64(ins[k].base, tb_offset(&ins[k], j), dt, (double)v);
+                else sf_store_i64(ins[k].base, tb_offset(&ins[k], j), dt, v);
+            }
+            din[k] = ins[k].dl;
+        }
+        for (int k = 0; k < nout && ok; k++) {
+            const char *nm;
+            scanfuse_dtype dt;
+            int nd;
+            int64_t sh[SF_MAX_DIMS];
+            scanfuse_fusion_output_info(f, k, &nm, &dt, &nd, sh);
+            ok = tb_init(&outs[k], dt, nd, sh, k % 2 ? L_TRANSPOSED : L_CONTIG);
+            dout[k] = outs[k].dl;
+        }
+        char badtext[32];
+        snprintf(badtext, sizeof badtext, "%s %lld", bc[b].what, (long long)bc[b].bad);
+        for (int dev = 0; ok && dev < 2; dev++) {
+            scanfuse_options opt;
+            scanfuse_options_init(&opt);
+            opt.device = dev ? SCANFUSE_DEVICE_REFERENCE : SCANFUSE_DEVICE_CPU;
+            scanfuse_program *p = scanfuse_compile(f, &opt);
+            scanfuse_status st = p ? scanfuse_program_status(p) : SCANFUSE_ERROR_MEMORY;
+            if (st == SCANFUSE_OK) {
+                st = scanfuse_run(p, din, nin, dout, nout);
+                const char *msg = scanfuse_program_error(p);
+                CHECKF(st == SCANFUSE_ERROR_VALUE, "%s (%s): status %s, expected 'invalid value' (%s)",
+                       desc, dev ? "reference" : "cpu", scanfuse_status_string(st), msg);
+                CHECKF(sf_test_contains(msg, bc[b].op) && sf_test_contains(msg, badtext) &&
+                           sf_test_contains(msg, "out of range"),
+                       "%s (%s): message '%s' should name %s and '%s'", desc,
+                       dev ? "reference" : "cpu", msg, bc[b].op, badtext);
+                for (int k = 0; k < nout; k++)
+                    CHECKF(tb_untouched(&outs[k]), "%s (%s): failed run wrote output %d", desc,
+                           dev ? "reference" : "cpu", k);
+                for (int k = 0; k < nin; k++)
+                    CHECKF(tb_find_damage(&ins[k]) < 0, "%s: input %d damaged", desc, k);
+            } else {
+                CHECKF(0, "%s: compile failed: %s", desc, p ? scanfuse_program_error(p) : "NULL");
+            }
+            scanfuse_program_free(p);
+        }
+        CHECKF(ok, "%s: out of memory", desc);
+        sf_op op = sf_op_lookup(bc[b].op);
+        if (op < SF_NUM_OPS) ncases[op]++;
+        for (int k = 0; k < 2; k++) tb_free(&ins[k]);
+        for (int k = 0; k < 3; k++) tb_free(&outs[k]);
+        scanfuse_fusion_free(f);
+    }
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* Fused programs that fail at run time: every output stays untouched                 */
 /* ---------------------------------------------------------------------------------- */
 
@@ -1575,10 +2070,12 @@ int main(void) {
         case SF_KIND_CONTRACTION:
             if (is_op(op, "matmul")) gen_matmul(op);
             break;
-        case SF_KIND_INDEX: break; /* no generator yet: reported below */
+        case SF_KIND_INDEX: gen_index(op); break;
         }
     }
     division_by_zero_cases();
+    bad_index_cases();
+    counting_sort_ir_case();
 
     printf("op x dtype pairs that ran (cases per op):\n");
     for (int o = 0; o < SF_NUM_OPS; o++) {

@@ -252,6 +252,21 @@ static const char *const op_programs[] = {
     "input bb: float32[5, 3, 4]\n"
     "c = matmul(a, b)\nd = matmul(v, b)\ne = matmul(a, v)\nf = matmul(a, bb)\n"
     "output c, d, e, f\n",
+    /* index and sort: torch's positional order, keys, the tensors-first order of the C
+     * API, and reduce= as a word or a quoted word */
+    "input x: float32[4, 6]\ninput i: int64[4, 3]\ninput n: int32[5]\ninput z: int8[]\n"
+    "v, j = topk(x, 3)\nw, k = topk(x, k=2, dim=0, largest=false, sorted=false)\n"
+    "y, l = topk(z, 1)\n"
+    "a = argsort(x)\nb = argsort(x, 0, true, true)\n"
+    "c = argsort(n, descending=true, stable=true, range=8)\nd = argsort(reshape(j, [12]), range=6)\n"
+    "o = one_hot(n, 8)\np = one_hot(i, num_classes=6)\nq = bincount(n, minlength=8)\n"
+    "g = gather(x, 1, i)\nh = gather(x, dim=0, index=i)\nm = gather(x, i, dim=1)\n"
+    "t = take_along_dim(x, i, dim=1)\nu = take_along_dim(x, i)\n"
+    "s = index_select(x, 1, n)\nr = index_select(x, index=n, dim=-1)\nr2 = index_select(x, n, 1)\n"
+    "e = scatter(x, 1, i, v)\nf = scatter(x, 1, i, 2.5, reduce=add)\n"
+    "e2 = scatter(x, 1, i, src=v, reduce=\"add\")\ne3 = scatter(x, i, v, dim=1, reduce='add')\n"
+    "e4 = scatter(x, dim=0, index=i, src=-1, reduce=none)\n"
+    "output v, j, w, k, y, l, a, b, c, d, o, p, q, g, h, m, t, u, s, r, r2, e, f, e2, e3, e4\n",
 };
 
 static void test_every_op(void) {
@@ -300,6 +315,23 @@ static void test_print_form(void) {
             free(c);
         }
     }
+    scanfuse_fusion_free(f);
+    /* index ops: a tensor after a non-tensor parameter goes by key, reduce as a word */
+    f = scanfuse_parse("input x: float32[4, 6]\ninput i: int64[4, 3]\n"
+                       "g = gather(x, 1, i)\ns = scatter(x, 1, i, 2.5, reduce=\"add\")\n"
+                       "v, j = topk(x, 2, largest=false)\nt = take_along_dim(x, i)\n"
+                       "output g, s, v, j, t\n",
+                       NULL);
+    CHECK_STATUS(scanfuse_fusion_status(f), SCANFUSE_OK);
+    p = scanfuse_print(f);
+    want = "input x: float32[4, 6]\ninput i: int64[4, 3]\n"
+           "g = gather(x, dim=1, index=i)\n"
+           "s = scatter(x, dim=1, index=i, src=2.5, reduce=add)\n"
+           "v, j = topk(x, k=2, dim=1, largest=false)\n"
+           "t = take_along_dim(x, i)\n"
+           "output g, s, v, j, t\n";
+    CHECKF(p && strcmp(p, want) == 0, "print:\n%s---wanted:\n%s", p ? p : "(null)", want);
+    free(p);
     scanfuse_fusion_free(f);
     /* a NULL fusion or one in an error state prints as NULL */
     CHECK(scanfuse_print(NULL) == NULL);
@@ -631,6 +663,27 @@ static void test_errors(void) {
     CHECK_ERROR(T("output x y\n"), SCANFUSE_ERROR_PARSE, "<text>:2:10: ", "after the statement");
     CHECK_ERROR(T("y = cumsum(x, [[[[1]]]])\n"), SCANFUSE_ERROR_PARSE, "<text>:2:16: ",
                 "expected a number");
+#undef T
+    /* index and sort ops */
+    const char *XI = "input x: f32[2, 3]\ninput i: i64[2, 3]\n";
+#define T(s) (snprintf(t, sizeof t, "%s%s", XI, s), t)
+    CHECK_ERROR(T("y = scatter(x, 1, i, x, reduce=mul)\n"), SCANFUSE_ERROR_ARGUMENT,
+                "<text>:3:25: ", "scatter: argument 'reduce' must be none or add, got 'mul'");
+    CHECK_ERROR(T("y = scatter(x, 1, i, x, reduce=i)\n"), SCANFUSE_ERROR_ARGUMENT,
+                "<text>:3:25: ", "got 'i'");
+    CHECK_ERROR(T("y = scatter(x, 1, i, x, reduce=\"add)\n"), SCANFUSE_ERROR_PARSE,
+                "<text>:3:32: ", "unterminated");
+    CHECK_ERROR(T("y = scatter(x, 1, i, x, reduce=\"\")\n"), SCANFUSE_ERROR_PARSE,
+                "<text>:3:32: ", "empty");
+    CHECK_ERROR(T("y = cumsum(x, dim=\"add\")\n"), SCANFUSE_ERROR_PARSE, "<text>:3:19: ",
+                "unexpected");
+    CHECK_ERROR(T("y = gather(x, 1, x)\n"), SCANFUSE_ERROR_DTYPE, "<text>:3:1: ",
+                "gather: argument 'index' must have an integer dtype, got float32");
+    CHECK_ERROR(T("y, j = topk(x, 4)\n"), SCANFUSE_ERROR_ARGUMENT, "<text>:3:1: ",
+                "topk: k 4 out of range for dim 1 of size 3");
+    CHECK_ERROR(T("y = topk(x, 2)\n"), SCANFUSE_ERROR_PARSE, "<text>:3:1: ", "2 results");
+    CHECK_ERROR(T("y = argsort(x, range=4)\n"), SCANFUSE_ERROR_DTYPE, "<text>:3:1: ",
+                "argument 'range' needs integer keys");
 #undef T
 
     /* a named file in messages */

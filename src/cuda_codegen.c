@@ -1,0 +1,1170 @@
+/*
+ * cuda_codegen.c — the CUDA backend's code generator: plans a compiled program (how each
+ * value is stored, which kernels each segment runs, their operands and launch geometry)
+ * and emits one CUDA C source holding every kernel (the prelude of cuda_prelude.c, then
+ * one `extern "C" __global__` function per kernel).
+ *
+ * The core is the "value at an element" emitter (sf_cg_value): given an element context
+ * (where the code stands in a kernel's iteration space), it brings any value into a
+ * local: by loading an operand, by computing an inline constant from the coordinates, by
+ * applying a pointwise node's expression template to its inputs (recursively, for the
+ * nodes of the segment being emitted), or from the state of the segment's scan or
+ * reduction.  Pointwise segments are one element-wise kernel built from it; scans and
+ * reductions (cuda_scan.c) call it in their load (prologue) and store (epilogue) hooks;
+ * opaque ops (matmul, pad, triu/tril, index and sort ops) have templates of their own.
+ *
+ * Semantics follow docs/OPS.md exactly as the reference evaluator implements them:
+ * operands are converted to the op's common dtype (weak scalar literals straight from
+ * the literal, converted here on the host), floating ops compute in double and round
+ * once to the value's dtype, integer ops compute in int64 with wrapping, integer
+ * division by zero and out-of-range indices raise the run's error slots.
+ *
+ * Invariants:
+ *  - the generated code depends only on the lowered fusion (dtypes, static shapes,
+ *    attributes) and the launch parameters chosen here, never on a run's addresses or
+ *    strides, so one compiled image serves every layout;
+ *  - every iteration space and every index is 64-bit;
+ *  - a value is computed by exactly one kernel and written at most once per run; values
+ *    internal to a fused kernel never touch memory.
+ */
+#include "cuda_codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------ */
+/* dtype vocabulary of the generated code                                          */
+/* ------------------------------------------------------------------------------ */
+
+const char *sf_cg_sfx(scanfuse_dtype dt) {
+    switch (dt) {
+    case SCANFUSE_BOOL: return "b8";
+    case SCANFUSE_UINT8: return "u8";
+    case SCANFUSE_INT8: return "i8";
+    case SCANFUSE_INT16: return "i16";
+    case SCANFUSE_INT32: return "i32";
+    case SCANFUSE_INT64: return "i64";
+    case SCANFUSE_FLOAT16: return "f16";
+    case SCANFUSE_BFLOAT16: return "bf16";
+    case SCANFUSE_FLOAT32: return "f32";
+    case SCANFUSE_FLOAT64: return "f64";
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: break;
+    }
+    SF_ASSERT(!"bad dtype");
+    return "?";
+}
+
+const char *sf_cg_ctype(scanfuse_dtype dt) { return sf_dtype_is_float(dt) ? "double" : "i64"; }
+
+const char *sf_cg_rawtype(scanfuse_dtype dt) {
+    switch (dt) {
+    case SCANFUSE_BOOL: case SCANFUSE_UINT8: return "u8";
+    case SCANFUSE_INT8: return "i8";
+    case SCANFUSE_INT16: return "i16";
+    case SCANFUSE_INT32: return "i32";
+    case SCANFUSE_INT64: return "i64";
+    case SCANFUSE_FLOAT16: case SCANFUSE_BFLOAT16: return "u16";
+    case SCANFUSE_FLOAT32: return "float";
+    case SCANFUSE_FLOAT64: return "double";
+    case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: break;
+    }
+    SF_ASSERT(!"bad dtype");
+    return "?";
+}
+
+/* Significand bits of a float dtype. */
+static int float_bits(scanfuse_dtype dt) {
+    switch (dt) {
+    case SCANFUSE_FLOAT16: return 11;
+    case SCANFUSE_BFLOAT16: return 8;
+    case SCANFUSE_FLOAT32: return 24;
+    default: return 53;
+    }
+}
+
+/* Does every value of integer dtype `from` fit exactly into float dtype `to`? */
+static bool int_exact_in_float(scanfuse_dtype from, scanfuse_dtype to) {
+    int bits = float_bits(to);
+    int need;
+    switch (from) {
+    case SCANFUSE_BOOL: need = 1; break;
+    case SCANFUSE_UINT8: case SCANFUSE_INT8: need = 8; break;
+    case SCANFUSE_INT16: need = 16; break;
+    case SCANFUSE_INT32: need = 32; break;
+    default: need = 64; break;
+    }
+    return need <= bits;
+}
+
+static bool float_exact_in_float(scanfuse_dtype from, scanfuse_dtype to) {
+    if (from == to || to == SCANFUSE_FLOAT64) return true;
+    if (to == SCANFUSE_FLOAT32) return from == SCANFUSE_FLOAT16 || from == SCANFUSE_BFLOAT16;
+    return false;
+}
+
+void sf_cg_conv(sf_buf *b, scanfuse_dtype from, scanfuse_dtype to, const char *x) {
+    bool ff = sf_dtype_is_float(from), tf = sf_dtype_is_float(to);
+    if (from == to) {
+        sf_buf_puts(b, x);
+    } else if (ff && tf) {
+        if (float_exact_in_float(from, to)) sf_buf_puts(b, x);
+        else sf_buf_printf(b, "sf_r_%s(%s)", sf_cg_sfx(to), x);
+    } else if (tf) { /* integer -> float, rounded once */
+        if (int_exact_in_float(from, to)) sf_buf_printf(b, "(double)(%s)", x);
+        else if (to == SCANFUSE_FLOAT64) sf_buf_printf(b, "(double)(%s)", x);
+        else if (to == SCANFUSE_FLOAT32) sf_buf_printf(b, "(double)(float)(%s)", x);
+        else if (from != SCANFUSE_INT64) sf_buf_printf(b, "sf_r_%s((double)(%s))", sf_cg_sfx(to), x);
+        else sf_buf_printf(b, "sf_r_%s(sf_i2fp(%s, %d))", sf_cg_sfx(to), x, float_bits(to));
+    } else if (ff) { /* float -> integer: PyTorch's x86 cast */
+        if (to == SCANFUSE_BOOL) sf_buf_printf(b, "(i64)((%s) != 0.0)", x);
+        else if (to == SCANFUSE_INT64) sf_buf_printf(b, "sf_f2i64(%s)", x);
+        else if (to == SCANFUSE_INT32) sf_buf_printf(b, "sf_f2i32(%s)", x);
+        else sf_buf_printf(b, "sf_w_%s(sf_f2i32(%s))", sf_cg_sfx(to), x);
+    } else { /* integer -> integer: wrap */
+        if (to == SCANFUSE_BOOL) sf_buf_printf(b, "(i64)((%s) != 0)", x);
+        else if (sf_int_min(from) >= sf_int_min(to) && sf_int_max(from) <= sf_int_max(to))
+            sf_buf_puts(b, x);
+        else sf_buf_printf(b, "sf_w_%s(%s)", sf_cg_sfx(to), x);
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Literals                                                                        */
+/* ------------------------------------------------------------------------------ */
+
+static double num_f(sf_num n) { return n.kind == SF_NUM_FLOAT ? n.f : (double)n.i; }
+
+/* An int64 rounded once to a float dtype (no detour through double above 2^53). */
+static double host_int_to_float(int64_t v, scanfuse_dtype dt) {
+    const int64_t lim = (int64_t)1 << 53;
+    if (v >= -lim && v <= lim) return sf_round_to((double)v, dt);
+    uint64_t u = v < 0 ? 0u - (uint64_t)v : (uint64_t)v;
+    int h = 63;
+    while (!((u >> h) & 1u)) h--;
+    int sh = h - (float_bits(dt) - 1);
+    uint64_t q = u >> sh, rem = u & ((UINT64_C(1) << sh) - 1), half = UINT64_C(1) << (sh - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    double r = sf_round_to(ldexp((double)q, sh), dt);
+    return v < 0 ? -r : r;
+}
+
+static void emit_f64(sf_buf *b, double v) {
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    sf_buf_printf(b, "sf_b2d(0x%016llxull)", (unsigned long long)bits);
+}
+
+static void emit_i64(sf_buf *b, int64_t v) {
+    sf_buf_printf(b, "(i64)0x%016llxull", (unsigned long long)(uint64_t)v);
+}
+
+/* A weak scalar literal converted straight to the common dtype cdt (docs/OPS.md). */
+void sf_cg_lit_cdt(sf_buf *b, sf_num n, scanfuse_dtype cdt) {
+    if (sf_dtype_is_float(cdt)) {
+        double v = n.kind == SF_NUM_FLOAT ? sf_round_to(n.f, cdt) : host_int_to_float(n.i, cdt);
+        emit_f64(b, v);
+    } else {
+        int64_t v = n.kind == SF_NUM_FLOAT ? sf_f64_to_int(n.f, cdt) : sf_wrap_int(n.i, cdt);
+        emit_i64(b, v);
+    }
+}
+
+/* A number attribute stored into a value of dtype dt (full, pad), as the reference's
+ * put_num does. */
+void sf_cg_lit_put(sf_buf *b, sf_num n, scanfuse_dtype dt) {
+    if (sf_dtype_is_float(dt)) emit_f64(b, sf_round_to(num_f(n), dt));
+    else if (n.kind == SF_NUM_FLOAT) emit_i64(b, sf_f64_to_int(n.f, dt));
+    else emit_i64(b, sf_wrap_int(n.i, dt));
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Index helpers                                                                   */
+/* ------------------------------------------------------------------------------ */
+
+void sf_cg_coords(sf_buf *b, const char *prefix, const char *idx, int n, const int *dims,
+                  const int64_t *shape) {
+    if (n == 0) return;
+    sf_buf_printf(b, "i64 %sq_ = %s;\n", prefix, idx);
+    for (int j = n - 1; j >= 0; j--) {
+        int d = dims[j];
+        if (shape[d] == 1) {
+            sf_buf_printf(b, "const i64 %s%d = 0;\n", prefix, d);
+        } else if (j == 0) {
+            sf_buf_printf(b, "const i64 %s%d = %sq_;\n", prefix, d, prefix);
+        } else {
+            sf_buf_printf(b, "const i64 %s%d = %sq_ %% %lldll; %sq_ /= %lldll;\n", prefix, d, prefix,
+                          (long long)shape[d], prefix, (long long)shape[d]);
+        }
+    }
+    sf_buf_printf(b, "(void)%sq_;\n", prefix);
+}
+
+void sf_cg_offset(sf_buf *b, const char *prefix, int k, int n, const int *dims,
+                  const int64_t *shape) {
+    bool any = false;
+    for (int j = 0; j < n; j++) {
+        int d = dims[j];
+        if (shape[d] == 1) continue;
+        sf_buf_printf(b, "%s%s%d * a.st[%d][%d]", any ? " + " : "", prefix, d, k, d);
+        any = true;
+    }
+    if (!any) sf_buf_puts(b, "0");
+}
+
+static const int iota_dims[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+/* ------------------------------------------------------------------------------ */
+/* Pointwise expression templates                                                  */
+/* ------------------------------------------------------------------------------ */
+
+/* The dtype of the value an op expression yields before the final conversion: the
+ * common dtype for arithmetic, bool for predicates. */
+static scanfuse_dtype expr_dtype(sf_op op, scanfuse_dtype cdt) {
+    switch (op) {
+    case SF_OP_logical_not: case SF_OP_isnan: case SF_OP_eq: case SF_OP_ne: case SF_OP_lt:
+    case SF_OP_le: case SF_OP_gt: case SF_OP_ge: case SF_OP_logical_and: case SF_OP_logical_or:
+        return SCANFUSE_BOOL;
+    default:
+        return cdt;
+    }
+}
+
+/* Appends the expression of a pointwise op (not where/cast) over operand expressions
+ * x[0..] that are compute values of the common dtype cdt.  false: no such form. */
+static bool emit_op_expr(sf_buf *b, sf_op op, scanfuse_dtype cdt, const char *const *x) {
+    const char *a = x[0], *c = x[1];
+    if (sf_dtype_is_float(cdt)) {
+        switch (op) {
+        case SF_OP_neg: sf_buf_printf(b, "(-(%s))", a); return true;
+        case SF_OP_abs: sf_buf_printf(b, "fabs(%s)", a); return true;
+        case SF_OP_exp: sf_buf_printf(b, "exp(%s)", a); return true;
+        case SF_OP_log: sf_buf_printf(b, "log(%s)", a); return true;
+        case SF_OP_log1p: sf_buf_printf(b, "log1p(%s)", a); return true;
+        case SF_OP_expm1: sf_buf_printf(b, "expm1(%s)", a); return true;
+        case SF_OP_sqrt: sf_buf_printf(b, "sqrt(%s)", a); return true;
+        case SF_OP_rsqrt: sf_buf_printf(b, "(1.0 / sqrt(%s))", a); return true;
+        case SF_OP_reciprocal: sf_buf_printf(b, "(1.0 / (%s))", a); return true;
+        case SF_OP_sigmoid: sf_buf_printf(b, "sf_sigmoid(%s)", a); return true;
+        case SF_OP_tanh: sf_buf_printf(b, "tanh(%s)", a); return true;
+        case SF_OP_silu: sf_buf_printf(b, "sf_silu(%s)", a); return true;
+        case SF_OP_relu: sf_buf_printf(b, "sf_relu(%s)", a); return true;
+        case SF_OP_floor: sf_buf_printf(b, "floor(%s)", a); return true;
+        case SF_OP_ceil: sf_buf_printf(b, "ceil(%s)", a); return true;
+        case SF_OP_logical_not: sf_buf_printf(b, "(i64)((%s) == 0.0)", a); return true;
+        case SF_OP_isnan: sf_buf_printf(b, "(i64)sf_isnan(%s)", a); return true;
+        case SF_OP_add: sf_buf_printf(b, "((%s) + (%s))", a, c); return true;
+        case SF_OP_sub: sf_buf_printf(b, "((%s) - (%s))", a, c); return true;
+        case SF_OP_mul: sf_buf_printf(b, "((%s) * (%s))", a, c); return true;
+        case SF_OP_div: sf_buf_printf(b, "((%s) / (%s))", a, c); return true;
+        case SF_OP_pow: sf_buf_printf(b, "pow(%s, %s)", a, c); return true;
+        case SF_OP_maximum: sf_buf_printf(b, "sf_fmax(%s, %s)", a, c); return true;
+        case SF_OP_minimum: sf_buf_printf(b, "sf_fmin(%s, %s)", a, c); return true;
+        case SF_OP_remainder: sf_buf_printf(b, "sf_frem(%s, %s)", a, c); return true;
+        case SF_OP_floor_divide: sf_buf_printf(b, "sf_ffdiv(%s, %s)", a, c); return true;
+        case SF_OP_eq: sf_buf_printf(b, "(i64)((%s) == (%s))", a, c); return true;
+        case SF_OP_ne: sf_buf_printf(b, "(i64)((%s) != (%s))", a, c); return true;
+        case SF_OP_lt: sf_buf_printf(b, "(i64)((%s) < (%s))", a, c); return true;
+        case SF_OP_le: sf_buf_printf(b, "(i64)((%s) <= (%s))", a, c); return true;
+        case SF_OP_gt: sf_buf_printf(b, "(i64)((%s) > (%s))", a, c); return true;
+        case SF_OP_ge: sf_buf_printf(b, "(i64)((%s) >= (%s))", a, c); return true;
+        case SF_OP_logical_and: sf_buf_printf(b, "(i64)((%s) != 0.0 && (%s) != 0.0)", a, c); return true;
+        case SF_OP_logical_or: sf_buf_printf(b, "(i64)((%s) != 0.0 || (%s) != 0.0)", a, c); return true;
+        default: return false;
+        }
+    }
+    bool isbool = cdt == SCANFUSE_BOOL;
+    switch (op) {
+    case SF_OP_neg: sf_buf_printf(b, "sf_ineg(%s)", a); return true;
+    case SF_OP_abs: sf_buf_printf(b, "((%s) < 0 ? sf_ineg(%s) : (%s))", a, a, a); return true;
+    case SF_OP_relu: sf_buf_printf(b, "((%s) > 0 ? (%s) : (i64)0)", a, a); return true;
+    case SF_OP_floor: case SF_OP_ceil: sf_buf_printf(b, "(%s)", a); return true;
+    case SF_OP_logical_not: sf_buf_printf(b, "(i64)((%s) == 0)", a); return true;
+    case SF_OP_isnan: sf_buf_printf(b, "((void)(%s), (i64)0)", a); return true;
+    case SF_OP_add:
+        if (isbool) sf_buf_printf(b, "(i64)((%s) != 0 || (%s) != 0)", a, c);
+        else sf_buf_printf(b, "sf_iadd(%s, %s)", a, c);
+        return true;
+    case SF_OP_sub: sf_buf_printf(b, "sf_isub(%s, %s)", a, c); return true;
+    case SF_OP_mul:
+        if (isbool) sf_buf_printf(b, "(i64)((%s) != 0 && (%s) != 0)", a, c);
+        else sf_buf_printf(b, "sf_imul(%s, %s)", a, c);
+        return true;
+    case SF_OP_pow: sf_buf_printf(b, "sf_ipow(%s, %s)", a, c); return true;
+    case SF_OP_maximum: sf_buf_printf(b, "((%s) < (%s) ? (%s) : (%s))", a, c, c, a); return true;
+    case SF_OP_minimum: sf_buf_printf(b, "((%s) < (%s) ? (%s) : (%s))", c, a, c, a); return true;
+    case SF_OP_remainder: sf_buf_printf(b, "sf_irem(%s, %s, a.err)", a, c); return true;
+    case SF_OP_floor_divide: sf_buf_printf(b, "sf_ifdiv(%s, %s, a.err)", a, c); return true;
+    case SF_OP_eq: sf_buf_printf(b, "(i64)((%s) == (%s))", a, c); return true;
+    case SF_OP_ne: sf_buf_printf(b, "(i64)((%s) != (%s))", a, c); return true;
+    case SF_OP_lt: sf_buf_printf(b, "(i64)((%s) < (%s))", a, c); return true;
+    case SF_OP_le: sf_buf_printf(b, "(i64)((%s) <= (%s))", a, c); return true;
+    case SF_OP_gt: sf_buf_printf(b, "(i64)((%s) > (%s))", a, c); return true;
+    case SF_OP_ge: sf_buf_printf(b, "(i64)((%s) >= (%s))", a, c); return true;
+    case SF_OP_logical_and: sf_buf_printf(b, "(i64)((%s) != 0 && (%s) != 0)", a, c); return true;
+    case SF_OP_logical_or: sf_buf_printf(b, "(i64)((%s) != 0 || (%s) != 0)", a, c); return true;
+    default: return false;
+    }
+}
+
+/* The common dtype a pointwise node's operands are converted to (as the CPU backend and
+ * the reference evaluator choose it). */
+static scanfuse_dtype common_dtype(const scanfuse_fusion *f, const sf_node *n) {
+    scanfuse_dtype res = f->values[n->out[0]].dtype;
+    switch (n->op) {
+    case SF_OP_eq: case SF_OP_ne: case SF_OP_lt: case SF_OP_le: case SF_OP_gt: case SF_OP_ge:
+    case SF_OP_logical_and: case SF_OP_logical_or: {
+        scanfuse_dtype c = sf_result_type(f, n->in, n->nin);
+        if (!sf_dtype_valid(c))
+            c = scanfuse_dtype_promote(f->values[n->in[0]].dtype, f->values[n->in[1]].dtype);
+        return c;
+    }
+    case SF_OP_logical_not: case SF_OP_isnan: case SF_OP_cast:
+        return f->values[n->in[0]].dtype;
+    default:
+        return res;
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Operands and the value-at-element emitter                                       */
+/* ------------------------------------------------------------------------------ */
+
+unsigned sf_cg_grid(int64_t blocks) {
+    if (blocks < 1) blocks = 1;
+    if (blocks > 0x7fffffffll) blocks = 0x7fffffffll;
+    return (unsigned)blocks;
+}
+
+int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, bool out) {
+    for (int i = 0; i < k->nops; i++)
+        if (k->ops[i].value == v && k->ops[i].mode == mode && k->ops[i].space == space &&
+            k->ops[i].out == out)
+            return i;
+    if (k->nops >= SF_CUDA_MAXOPS) return -1;
+    sf_cuda_operand *o = &k->ops[k->nops];
+    o->value = v;
+    o->mode = mode;
+    o->space = space;
+    o->out = out;
+    o->out_index = -1;
+    return k->nops++;
+}
+
+sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node) {
+    sf_cuda_plan *pl = g->pl;
+    sf_cuda_kernel *k = &pl->k[pl->nkernels++];
+    memset(k, 0, sizeof *k);
+    k->kind = kind;
+    k->seg = g->seg;
+    k->node = node;
+    k->err_slot = -1;
+    k->block = 256;
+    k->grid = 1;
+    return k;
+}
+
+int sf_cg_err_slot(sf_cg *g) {
+    g->pl->may_fail = true;
+    return g->pl->nerr++;
+}
+
+bool sf_cg_stored(const sf_cg *g, int32_t v) {
+    int kind = g->pl->vkind[v];
+    return kind == SF_CUV_BUFFER;
+}
+
+/* Normalizes a compute expression to the values of dtype dt (rounding, wrapping). */
+static void put_norm(sf_buf *b, scanfuse_dtype dt, const char *x) {
+    if (dt == SCANFUSE_FLOAT64 || dt == SCANFUSE_INT64) sf_buf_puts(b, x);
+    else if (dt == SCANFUSE_BOOL) sf_buf_printf(b, "(i64)((%s) != 0)", x);
+    else if (sf_dtype_is_float(dt)) sf_buf_printf(b, "sf_r_%s(%s)", sf_cg_sfx(dt), x);
+    else sf_buf_printf(b, "sf_w_%s(%s)", sf_cg_sfx(dt), x);
+}
+
+/* The literal feeding input j of node n (a weak scalar folded into it), or NULL. */
+static const sf_num *literal_of(const sf_cg *g, const sf_node *n, int j) {
+    int32_t v = n->in[j];
+    if (g->pl->vkind[v] != SF_CUV_LITERAL) return NULL;
+    return &g->f->nodes[g->f->values[v].producer].a.value;
+}
+
+/* An inline constant (arange, iota, full) at the context's element: its flat index is
+ * found from the context's coordinates (the constant broadcasts to the context). */
+static void value_inline(sf_cg_ectx *e, int32_t v) {
+    const scanfuse_fusion *f = e->g->f;
+    const sf_value *fv = &f->values[v];
+    const sf_node *n = &f->nodes[fv->producer];
+    scanfuse_dtype dt = fv->dtype;
+    sf_buf *b = e->b;
+    sf_buf_printf(b, "const %s v%d = ", sf_cg_ctype(dt), (int)v);
+    if (n->op == SF_OP_full || n->op == SF_OP_scalar) {
+        if (n->op == SF_OP_scalar) sf_cg_lit_cdt(b, n->a.value, dt);
+        else sf_cg_lit_put(b, n->a.value, dt);
+        sf_buf_puts(b, ";\n");
+        return;
+    }
+    /* flat index of the element */
+    sf_buf idx = {0};
+    int lead = e->ndim - fv->ndim;
+    SF_ASSERT(lead >= 0);
+    int64_t cs = 1;
+    bool any = false;
+    for (int j = fv->ndim - 1; j >= 0; j--) {
+        if (fv->shape[j] > 1) {
+            if (any) sf_buf_puts(&idx, " + ");
+            sf_buf_puts(&idx, "(");
+            e->coord(e, j + lead, &idx);
+            sf_buf_printf(&idx, ") * %lldll", (long long)cs);
+            any = true;
+        }
+        cs *= fv->shape[j] > 0 ? fv->shape[j] : 1;
+    }
+    if (!any) sf_buf_puts(&idx, "0ll");
+    sf_num start = n->a.start, step = n->a.step;
+    if (n->op == SF_OP_iota) {
+        memset(&start, 0, sizeof start);
+        start.kind = SF_NUM_INT;
+        step = start;
+        step.i = 1;
+        step.f = 1.0;
+    }
+    if (sf_dtype_is_float(dt)) {
+        sf_buf t = {0};
+        emit_f64(&t, num_f(start));
+        sf_buf_printf(&t, " + (double)(%s) * ", idx.data);
+        emit_f64(&t, num_f(step));
+        put_norm(b, dt, t.data);
+        free(t.data);
+    } else {
+        int64_t s0 = start.kind == SF_NUM_FLOAT ? sf_f64_to_int(start.f, SCANFUSE_INT64) : start.i;
+        int64_t st = step.kind == SF_NUM_FLOAT ? sf_f64_to_int(step.f, SCANFUSE_INT64) : step.i;
+        sf_buf t = {0};
+        sf_buf_printf(&t, "(i64)((u64)%lldll + (u64)(%s) * (u64)%lldll)", (long long)s0, idx.data,
+                      (long long)st);
+        put_norm(b, dt, t.data);
+        free(t.data);
+    }
+    sf_buf_puts(b, ";\n");
+    free(idx.data);
+}
+
+/* The operand expression of input j of pointwise node n, converted to dtype `to`. */
+static void input_expr(sf_cg_ectx *e, const sf_node *n, int j, scanfuse_dtype to, sf_buf *out) {
+    const sf_num *lit = literal_of(e->g, n, j);
+    if (lit) {
+        sf_cg_lit_cdt(out, *lit, to);
+        return;
+    }
+    int32_t v = n->in[j];
+    sf_cg_value(e, v);
+    char name[24];
+    snprintf(name, sizeof name, "v%d", (int)v);
+    sf_cg_conv(out, e->g->f->values[v].dtype, to, name);
+}
+
+static void value_pointwise(sf_cg_ectx *e, const sf_node *n, int32_t v) {
+    const scanfuse_fusion *f = e->g->f;
+    scanfuse_dtype res = f->values[v].dtype;
+    scanfuse_dtype cdt = common_dtype(f, n);
+    if ((n->op == SF_OP_remainder || n->op == SF_OP_floor_divide) && !sf_dtype_is_float(cdt) &&
+        e->k->err_slot < 0) { /* integer division by zero raises this kernel's slot */
+        e->k->err_slot = sf_cg_err_slot(e->g);
+        snprintf(e->k->err_what, sizeof e->k->err_what, "%s", sf_op_table[n->op].name);
+    }
+    sf_buf x[SF_MAX_IN] = {{0}, {0}, {0}};
+    for (int j = 0; j < n->nin; j++) {
+        scanfuse_dtype to = (n->op == SF_OP_where && j == 0) ? SCANFUSE_BOOL : cdt;
+        if (n->op == SF_OP_cast) to = f->values[n->in[0]].dtype;
+        input_expr(e, n, j, to, &x[j]);
+        if (!x[j].data) sf_buf_puts(&x[j], "0");
+    }
+    sf_buf expr = {0};
+    scanfuse_dtype edt;
+    if (n->op == SF_OP_where) {
+        sf_buf_printf(&expr, "((%s) != 0 ? (%s) : (%s))", x[0].data, x[1].data, x[2].data);
+        edt = cdt;
+    } else if (n->op == SF_OP_cast) {
+        sf_buf_puts(&expr, x[0].data);
+        edt = f->values[n->in[0]].dtype;
+    } else {
+        const char *xs[SF_MAX_IN] = {x[0].data, x[1].data ? x[1].data : "", x[2].data ? x[2].data : ""};
+        bool ok = emit_op_expr(&expr, n->op, cdt, xs);
+        SF_ASSERT(ok);
+        edt = expr_dtype(n->op, cdt);
+    }
+    sf_buf cv = {0};
+    sf_cg_conv(&cv, edt, res, expr.data ? expr.data : "0");
+    sf_buf_printf(e->b, "const %s v%d = ", sf_cg_ctype(res), (int)v);
+    put_norm(e->b, res, cv.data ? cv.data : "0");
+    sf_buf_puts(e->b, ";\n");
+    for (int j = 0; j < SF_MAX_IN; j++) free(x[j].data);
+    free(expr.data);
+    free(cv.data);
+}
+
+void sf_cg_value(sf_cg_ectx *e, int32_t v) {
+    if (e->done[v]) return;
+    e->done[v] = 1;
+    const scanfuse_fusion *f = e->g->f;
+    const sf_value *fv = &f->values[v];
+    scanfuse_dtype dt = fv->dtype;
+    for (int j = 0; j < e->nanchor; j++)
+        if (e->anchor_val[j] == v) {
+            sf_buf_printf(e->b, "const %s v%d = %s;\n", sf_cg_ctype(dt), (int)v, e->anchor_expr[j]);
+            return;
+        }
+    int kind = e->g->pl->vkind[v];
+    int p = fv->producer;
+    if (p >= 0 && e->g->in_seg[p]) {
+        const sf_node *n = &f->nodes[p];
+        SF_ASSERT(sf_op_table[n->op].kind == SF_KIND_POINTWISE);
+        value_pointwise(e, n, v);
+        return;
+    }
+    SF_ASSERT(kind != SF_CUV_LITERAL && kind != SF_CUV_INTERNAL);
+    if (kind == SF_CUV_INLINE) {
+        value_inline(e, v);
+        return;
+    }
+    int op = sf_cg_operand(e->k, v, SF_CUOP_ITER, e->space, false);
+    if (op < 0) {
+        e->overflow = true;
+        sf_buf_printf(e->b, "const %s v%d = 0;\n", sf_cg_ctype(dt), (int)v);
+        return;
+    }
+    e->used_ops |= 1u << op;
+    if (e->vec) {
+        sf_buf_printf(e->b, "const %s v%d = sf_cv_%s(r%d[kk]);\n", sf_cg_ctype(dt), (int)v,
+                      sf_cg_sfx(dt), op);
+    } else {
+        sf_buf_printf(e->b, "const %s v%d = sf_ld_%s(a.ptr[%d], ", sf_cg_ctype(dt), (int)v,
+                      sf_cg_sfx(dt), op);
+        e->off(e, op, e->b);
+        sf_buf_puts(e->b, ");\n");
+    }
+}
+
+void sf_cg_store(sf_cg_ectx *e, int32_t v) {
+    scanfuse_dtype dt = e->g->f->values[v].dtype;
+    int op = sf_cg_operand(e->k, v, SF_CUOP_ITER, e->space, true);
+    if (op < 0) {
+        e->overflow = true;
+        return;
+    }
+    e->used_ops |= 1u << op;
+    if (e->vec) {
+        sf_buf_printf(e->b, "w%d[kk] = sf_rw_%s(v%d);\n", op, sf_cg_sfx(dt), (int)v);
+    } else {
+        sf_buf_printf(e->b, "sf_st_%s(a.ptr[%d], ", sf_cg_sfx(dt), op);
+        e->off(e, op, e->b);
+        sf_buf_printf(e->b, ", v%d);\n", (int)v);
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Element-wise kernels                                                            */
+/* ------------------------------------------------------------------------------ */
+
+static void elem_coord(sf_cg_ectx *e, int d, sf_buf *out) {
+    e->used_coords = true;
+    sf_buf_printf(out, "c%d", d);
+}
+
+/* Element-wise kernels name the offset of operand op "o<op>"; the kernel defines it once
+ * per element (the linear index on the fast path, else from the coordinates). */
+static void elem_off(sf_cg_ectx *e, int op, sf_buf *out) {
+    e->used_ops |= 1u << op;
+    sf_buf_printf(out, "o%d", op);
+}
+
+static void ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint8_t *done,
+                      int space) {
+    memset(e, 0, sizeof *e);
+    e->g = g;
+    e->k = k;
+    e->b = b;
+    e->space = space;
+    e->ndim = space ? k->ndim2 : k->ndim;
+    e->shape = space ? k->shape2 : k->shape;
+    e->done = done;
+    memset(done, 0, (size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));
+}
+
+typedef void (*elem_body)(sf_cg_ectx *e, void *arg);
+
+/* Appends an element-wise kernel over k's shape: a grid-stride loop whose body `body`
+ * writes through the element context.  With fast = true, the offsets of the ITER
+ * operands are the linear index when the run finds every one of them contiguous (one
+ * uniform branch; the body itself is emitted once).  Returns false when an operand did
+ * not fit. */
+static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool fast) {
+    sf_buf *src = g->src;
+    int ki = (int)(k - g->pl->k);
+    uint8_t *done = sf_malloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));
+    if (!done) return false;
+    sf_buf bb = {0};
+    sf_cg_ectx e;
+    ectx_init(&e, g, k, &bb, done, 0);
+    e.coord = elem_coord;
+    e.off = elem_off;
+    body(&e, arg);
+    free(done);
+    if (e.overflow) {
+        free(bb.data);
+        return false;
+    }
+    int64_t n = sf_numel(k->ndim, k->shape);
+    int64_t blocks = (n + 255) / 256, cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
+    k->block = 256;
+    k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+    k->fast_mask = 0;
+    bool any_off = false;
+    for (int i = 0; i < k->nops; i++) {
+        if (!(e.used_ops >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
+        any_off = true;
+        if (fast) k->fast_mask |= 1u << i;
+    }
+    if (!k->fast_mask) fast = false;
+    sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
+    if (fast)
+        sf_buf_printf(src, "const bool fast = (a.flags & %uu) == %uu;\n", k->fast_mask, k->fast_mask);
+    sf_buf_printf(src, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
+                  (long long)n);
+    /* coordinates: always when the body uses them, else only on the strided path */
+    if (e.used_coords || (!fast && any_off)) sf_cg_coords(src, "c", "i", k->ndim, iota_dims, k->shape);
+    if (any_off) {
+        for (int i = 0; i < k->nops; i++)
+            if ((e.used_ops >> i & 1u) && k->ops[i].mode == SF_CUOP_ITER) sf_buf_printf(src, "i64 o%d;\n", i);
+        for (int pass = fast ? 0 : 1; pass < 2; pass++) {
+            if (fast) sf_buf_puts(src, pass == 0 ? "if (fast) {\n" : "} else {\n");
+            if (fast && pass == 1 && !e.used_coords) sf_cg_coords(src, "c", "i", k->ndim, iota_dims, k->shape);
+            for (int i = 0; i < k->nops; i++) {
+                if (!(e.used_ops >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
+                if (pass == 0) {
+                    sf_buf_printf(src, "o%d = i;\n", i);
+                    continue;
+                }
+                const int64_t *shape = k->ops[i].space ? k->shape2 : k->shape;
+                int nd = k->ops[i].space ? k->ndim2 : k->ndim;
+                sf_buf_printf(src, "o%d = ", i);
+                sf_cg_offset(src, "c", i, nd, iota_dims, shape);
+                sf_buf_puts(src, ";\n");
+            }
+        }
+        if (fast) sf_buf_puts(src, "}\n");
+    }
+    if (bb.data) sf_buf_puts(src, bb.data);
+    sf_buf_puts(src, "}\n}\n\n");
+    free(bb.data);
+    return true;
+}
+
+/* A pointwise group: every stored value of the group's nodes, at every element. */
+typedef struct pw_arg {
+    const int *nodes;
+    int n;
+} pw_arg;
+
+static void body_pointwise(sf_cg_ectx *e, void *arg) {
+    const pw_arg *pa = arg;
+    const scanfuse_fusion *f = e->g->f;
+    for (int i = 0; i < pa->n; i++) {
+        const sf_node *n = &f->nodes[pa->nodes[i]];
+        int32_t v = n->out[0];
+        if (!sf_cg_stored(e->g, v)) continue;
+        sf_cg_value(e, v);
+        sf_cg_store(e, v);
+    }
+}
+
+/* A copy of operand 0 into operand 1 (output copies, reshape copies of contiguous
+ * layouts are not needed: those alias). */
+static void body_copy(sf_cg_ectx *e, void *arg) {
+    (void)arg;
+    scanfuse_dtype dt = e->g->f->values[e->k->ops[0].value].dtype;
+    const char *s = sf_cg_sfx(dt);
+    sf_buf_printf(e->b, "sf_st_%s(a.ptr[1], ", s);
+    e->off(e, 1, e->b);
+    sf_buf_printf(e->b, ", sf_ld_%s(a.ptr[0], ", s);
+    e->off(e, 0, e->b);
+    sf_buf_puts(e->b, "));\n");
+}
+
+/* ---- opaque element-wise ops (operands set up by their planners) ---- */
+
+/* reshape of a non-contiguous view: element i of the result is element i (row-major) of
+ * the input, found by decomposing i over the input's shape (operand 0 is OWN). */
+static void body_reshape(sf_cg_ectx *e, void *arg) {
+    const sf_value *xv = arg;
+    const char *s = sf_cg_sfx(xv->dtype);
+    sf_cg_coords(e->b, "d", "i", xv->ndim, iota_dims, xv->shape);
+    sf_buf_printf(e->b, "sf_st_%s(a.ptr[1], ", s);
+    e->off(e, 1, e->b);
+    sf_buf_printf(e->b, ", sf_ld_%s(a.ptr[0], ", s);
+    sf_cg_offset(e->b, "d", 0, xv->ndim, iota_dims, xv->shape);
+    sf_buf_puts(e->b, "));\n");
+}
+
+/* full (one element, viewed with stride 0), materialized scalars, and arange/iota that
+ * something reads from memory. */
+static void body_create(sf_cg_ectx *e, void *arg) {
+    const sf_node *n = arg;
+    int32_t v = n->out[0];
+    if (n->op == SF_OP_full || n->op == SF_OP_scalar) {
+        scanfuse_dtype dt = e->g->f->values[v].dtype;
+        sf_buf_printf(e->b, "sf_st_%s(a.ptr[0], 0, ", sf_cg_sfx(dt));
+        if (n->op == SF_OP_scalar) sf_cg_lit_cdt(e->b, n->a.value, dt);
+        else sf_cg_lit_put(e->b, n->a.value, dt);
+        sf_buf_puts(e->b, ");\n");
+        return;
+    }
+    value_inline(e, v);
+    e->done[v] = 1;
+    sf_cg_store(e, v);
+}
+
+static void body_pad(sf_cg_ectx *e, void *arg) {
+    const sf_node *n = arg;
+    const scanfuse_fusion *f = e->g->f;
+    const sf_value *xv = &f->values[n->in[0]];
+    scanfuse_dtype dt = xv->dtype;
+    int nd = xv->ndim, np = n->a.nlist / 2;
+    int64_t left[SF_MAX_DIMS] = {0};
+    for (int j = 0; j < np && j < nd; j++) left[nd - 1 - j] = n->a.list[2 * j];
+    sf_buf *b = e->b;
+    sf_buf_puts(b, "bool inside = true;\n");
+    for (int d = 0; d < nd; d++) {
+        sf_buf_printf(b, "const i64 x%d = c%d - (%lldll);\n", d, d, (long long)left[d]);
+        sf_buf_printf(b, "inside = inside && x%d >= 0 && x%d < %lldll;\n", d, d, (long long)xv->shape[d]);
+    }
+    sf_buf_printf(b, "%s v = ", sf_cg_ctype(dt));
+    sf_cg_lit_put(b, n->a.value, dt);
+    sf_buf_printf(b, ";\nif (inside) v = sf_ld_%s(a.ptr[0], ", sf_cg_sfx(dt));
+    sf_cg_offset(b, "x", 0, nd, iota_dims, xv->shape);
+    sf_buf_printf(b, ");\nsf_st_%s(a.ptr[1], ", sf_cg_sfx(dt));
+    e->off(e, 1, b);
+    sf_buf_puts(b, ", v);\n");
+}
+
+static void body_tri(sf_cg_ectx *e, void *arg) {
+    const sf_node *n = arg;
+    scanfuse_dtype dt = e->g->f->values[n->out[0]].dtype;
+    int nd = e->k->ndim;
+    sf_buf *b = e->b;
+    sf_buf_printf(b, "const bool keep = c%d - c%d %s %lldll;\n", nd - 1, nd - 2,
+                  n->op == SF_OP_triu ? ">=" : "<=", (long long)n->a.diagonal);
+    sf_buf_printf(b, "sf_st_%s(a.ptr[1], ", sf_cg_sfx(dt));
+    e->off(e, 1, b);
+    sf_buf_printf(b, ", keep ? sf_ld_%s(a.ptr[0], ", sf_cg_sfx(dt));
+    e->off(e, 0, b);
+    sf_buf_printf(b, ") : (%s)0);\n", sf_cg_ctype(dt));
+}
+
+/* matmul: operands 0 and 1 carry strides over the output's dims (MM_A, MM_B) and their
+ * k-strides in aux[0], aux[1]; K in aux[2].  Floats: a compensated dot product (Dot2)
+ * rounded once; integers: wrapping int64. */
+static void body_matmul(sf_cg_ectx *e, void *arg) {
+    const sf_node *n = arg;
+    scanfuse_dtype dt = e->g->f->values[n->out[0]].dtype;
+    const char *s = sf_cg_sfx(dt);
+    sf_buf *b = e->b;
+    sf_buf_puts(b, "const i64 ox = ");
+    sf_cg_offset(b, "c", 0, e->k->ndim, iota_dims, e->k->shape);
+    sf_buf_puts(b, ";\nconst i64 ow = ");
+    sf_cg_offset(b, "c", 1, e->k->ndim, iota_dims, e->k->shape);
+    sf_buf_puts(b, ";\n");
+    if (sf_dtype_is_float(dt)) {
+        sf_buf_printf(b,
+                      "double s = 0.0, cc = 0.0, plain = 0.0;\n"
+                      "for (i64 kk = 0; kk < a.aux[2]; ++kk) {\n"
+                      "const double x = sf_ld_%s(a.ptr[0], ox + kk * a.aux[0]);\n"
+                      "const double w = sf_ld_%s(a.ptr[1], ow + kk * a.aux[1]);\n"
+                      "const double pr = x * w, pe = fma(x, w, -pr);\n"
+                      "const double t = s + pr, z = t - s;\n"
+                      "cc += ((s - (t - z)) + (pr - z)) + pe;\n"
+                      "s = t;\nplain += pr;\n}\n"
+                      "double r;\n"
+                      "if (!sf_isfin(plain) || !sf_isfin(s + cc)) r = plain;\n"
+                      "else { sf_dd d; d.hi = s + cc; d.lo = cc - (d.hi - s); r = %s; }\n",
+                      s, s, dt == SCANFUSE_FLOAT64 ? "d.hi" : "sf_dd_odd(d)");
+    } else {
+        sf_buf_printf(b,
+                      "u64 acc = 0;\n"
+                      "for (i64 kk = 0; kk < a.aux[2]; ++kk)\n"
+                      "acc += (u64)sf_ld_%s(a.ptr[0], ox + kk * a.aux[0]) * (u64)sf_ld_%s(a.ptr[1], ow + kk * a.aux[1]);\n"
+                      "const i64 r = (i64)acc;\n",
+                      s, s);
+    }
+    sf_buf_printf(b, "sf_st_%s(a.ptr[2], ", s);
+    e->off(e, 2, b);
+    sf_buf_puts(b, ", r);\n");
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Planning                                                                        */
+/* ------------------------------------------------------------------------------ */
+
+void sf_cuda_plan_free(sf_cuda_plan *pl) {
+    if (!pl) return;
+    free(pl->source);
+    free(pl->k);
+    free(pl->seg_k0);
+    free(pl->seg_nk);
+    free(pl->seg_fused);
+    free(pl->node_k0);
+    free(pl->node_nk);
+    free(pl->vkind);
+    free(pl->direct_ok);
+    free(pl);
+}
+
+static sf_cuda_kernel *elem_kernel(sf_cg *g, int node, int ndim, const int64_t *shape) {
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, node);
+    k->ndim = ndim;
+    for (int d = 0; d < ndim; d++) k->shape[d] = shape[d];
+    return k;
+}
+
+static scanfuse_status too_many(char *msg, size_t msglen) {
+    sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+    return SCANFUSE_ERROR_UNSUPPORTED;
+}
+
+/* The kernels of a group of compute nodes (g->in_seg marks them): one pointwise
+ * kernel, one scan or reduction with its prologue and epilogue, or one opaque op. */
+static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor, char *msg,
+                                  size_t msglen) {
+    const scanfuse_fusion *f = g->f;
+    if (anchor >= 0) {
+        sf_kind kind = sf_op_table[f->nodes[anchor].op].kind;
+        return kind == SF_KIND_SCAN ? sf_cg_scan(g, anchor, msg, msglen)
+                                    : sf_cg_reduce(g, anchor, msg, msglen);
+    }
+    const sf_node *last = &f->nodes[nodes[n - 1]];
+    if (sf_op_table[last->op].kind == SF_KIND_POINTWISE) {
+        const sf_value *res = &f->values[last->out[0]];
+        if (sf_value_numel(res) == 0) return SCANFUSE_OK;
+        sf_cuda_kernel *k = elem_kernel(g, -1, res->ndim, res->shape);
+        pw_arg pa = {nodes, n};
+        if (!emit_elem_kernel(g, k, body_pointwise, &pa, true)) return too_many(msg, msglen);
+        return SCANFUSE_OK;
+    }
+    SF_ASSERT(n == 1);
+    int ni = nodes[0];
+    const sf_node *nd = &f->nodes[ni];
+    const sf_value *res = &f->values[nd->out[0]];
+    if (sf_op_table[nd->op].kind == SF_KIND_INDEX) return sf_cg_index(g, ni, msg, msglen);
+    if (sf_value_numel(res) == 0) return SCANFUSE_OK;
+    sf_cuda_kernel *k;
+    switch (nd->op) {
+    case SF_OP_pad:
+        k = elem_kernel(g, ni, res->ndim, res->shape);
+        sf_cg_operand(k, nd->in[0], SF_CUOP_OWN, 0, false);
+        sf_cg_operand(k, nd->out[0], SF_CUOP_ITER, 0, true);
+        emit_elem_kernel(g, k, body_pad, (void *)nd, false);
+        return SCANFUSE_OK;
+    case SF_OP_triu: case SF_OP_tril:
+        k = elem_kernel(g, ni, res->ndim, res->shape);
+        sf_cg_operand(k, nd->in[0], SF_CUOP_ITER, 0, false);
+        sf_cg_operand(k, nd->out[0], SF_CUOP_ITER, 0, true);
+        emit_elem_kernel(g, k, body_tri, (void *)nd, false);
+        return SCANFUSE_OK;
+    case SF_OP_matmul: {
+        k = elem_kernel(g, ni, res->ndim, res->shape);
+        sf_cg_operand(k, nd->in[0], SF_CUOP_MM_A, 0, false);
+        sf_cg_operand(k, nd->in[1], SF_CUOP_MM_B, 0, false);
+        sf_cg_operand(k, nd->out[0], SF_CUOP_ITER, 0, true);
+        const sf_value *x = &f->values[nd->in[0]];
+        k->aux[2] = x->shape[x->ndim - 1];
+        emit_elem_kernel(g, k, body_matmul, (void *)nd, false);
+        return SCANFUSE_OK;
+    }
+    default:
+        break;
+    }
+    sf_msg(msg, msglen, "cuda: no kernel for %s", sf_op_table[nd->op].name);
+    return SCANFUSE_ERROR_UNSUPPORTED;
+}
+
+/* The kernels that materialize setup node ni when something reads it from memory. */
+static void emit_setup(sf_cg *g, int ni) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    sf_cuda_plan *pl = g->pl;
+    int32_t v = n->out[0];
+    const sf_value *res = &f->values[v];
+    int k0 = pl->nkernels;
+    pl->node_k0[ni] = k0;
+    pl->node_nk[ni] = 0;
+    int kind = pl->vkind[v];
+    int saved = g->seg;
+    g->seg = -1;
+    if (sf_value_numel(res) > 0) {
+        if (n->op == SF_OP_reshape) {
+            sf_cuda_kernel *k = elem_kernel(g, ni, res->ndim, res->shape);
+            k->reshape_copy = true;
+            sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
+            sf_cg_operand(k, v, SF_CUOP_ITER, 0, true);
+            emit_elem_kernel(g, k, body_reshape, (void *)&f->values[n->in[0]], false);
+        } else if (kind == SF_CUV_FULL || kind == SF_CUV_BUFFER) {
+            bool one = kind == SF_CUV_FULL;
+            sf_cuda_kernel *k = elem_kernel(g, ni, one ? 0 : res->ndim, res->shape);
+            sf_cg_operand(k, v, one ? SF_CUOP_OWN : SF_CUOP_ITER, 0, true);
+            emit_elem_kernel(g, k, body_create, (void *)n, !one);
+        }
+    }
+    g->seg = saved;
+    pl->node_nk[ni] = pl->nkernels - k0;
+}
+
+static bool is_compute(const scanfuse_fusion *f, int ni) { return !sf_node_is_setup(f->nodes[ni].op); }
+
+/* Storage of every value, given which segments run fused. */
+static void plan_storage(const sf_program *p, sf_cuda_plan *pl, const bool *fused, int *seg_of) {
+    const scanfuse_fusion *f = p->fusion;
+    int nv = f->nvalues, nn = f->nnodes;
+    bool *is_out = sf_calloc((size_t)(nv > 0 ? nv : 1), 1);
+    if (!is_out) return;
+    for (int o = 0; o < f->noutputs; o++) is_out[f->outputs[o]] = true;
+    for (int v = 0; v < nv; v++) {
+        pl->vkind[v] = SF_CUV_BUFFER;
+        pl->direct_ok[v] = false;
+    }
+    for (int i = 0; i < f->ninputs; i++) pl->vkind[f->inputs[i]] = SF_CUV_INPUT;
+    for (int i = 0; i < nn; i++) {
+        const sf_node *n = &f->nodes[i];
+        /* who reads the results */
+        bool outside = false, non_pw = false, non_compute = false;
+        for (int j = i + 1; j < nn; j++) {
+            const sf_node *c = &f->nodes[j];
+            bool reads = false;
+            for (int q = 0; q < c->nin; q++)
+                for (int r = 0; r < n->nout; r++) reads |= c->in[q] == n->out[r];
+            if (!reads) continue;
+            if (seg_of[i] < 0 || seg_of[j] != seg_of[i] || !fused[seg_of[i]]) outside = true;
+            sf_kind ck = sf_op_table[c->op].kind;
+            if (!(ck == SF_KIND_POINTWISE && c->op != SF_OP_cast)) non_pw = true;
+            if (!(ck == SF_KIND_POINTWISE || ck == SF_KIND_SCAN || ck == SF_KIND_REDUCTION) ||
+                sf_node_is_setup(c->op))
+                non_compute = true;
+        }
+        bool out = false;
+        for (int r = 0; r < n->nout; r++) out |= is_out[n->out[r]];
+        int32_t v = n->out[0];
+        switch (n->op) {
+        case SF_OP_expand: case SF_OP_permute: case SF_OP_slice: case SF_OP_reshape:
+            pl->vkind[v] = SF_CUV_VIEW;
+            continue;
+        case SF_OP_scalar:
+            pl->vkind[v] = (!out && !non_pw) ? SF_CUV_LITERAL : SF_CUV_FULL;
+            continue;
+        case SF_OP_full:
+            pl->vkind[v] = (!out && !non_compute) ? SF_CUV_INLINE : SF_CUV_FULL;
+            continue;
+        case SF_OP_arange: case SF_OP_iota:
+            pl->vkind[v] = (!out && !non_compute) ? SF_CUV_INLINE : SF_CUV_BUFFER;
+            continue;
+        default:
+            break;
+        }
+        for (int r = 0; r < n->nout; r++) {
+            int32_t w = n->out[r];
+            bool need = out || outside || seg_of[i] < 0 || !fused[seg_of[i]];
+            /* a result some other node of the fused segment reads through memory? no:
+             * fused segments read their own values from registers */
+            pl->vkind[w] = need ? SF_CUV_BUFFER : SF_CUV_INTERNAL;
+            pl->direct_ok[w] = need;
+        }
+    }
+    free(is_out);
+}
+
+static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const bool *fused,
+                                int *bad_seg, char *msg, size_t msglen) {
+    const scanfuse_fusion *f = p->fusion;
+    int nn = f->nnodes;
+    *bad_seg = -1;
+    pl->nkernels = 0;
+    pl->nerr = 0;
+    pl->may_fail = false;
+    sf_buf src = {0};
+    sf_buf_printf(&src, "#define SF_MAXOPS %d\n", SF_CUDA_MAXOPS);
+    for (int i = 0; sf_cuda_prelude[i]; i++) {
+        sf_buf_puts(&src, sf_cuda_prelude[i]);
+        sf_buf_puts(&src, "\n");
+    }
+    sf_buf_puts(&src, "\n// ---- kernels ----\n");
+    bool *in_seg = sf_calloc((size_t)(nn > 0 ? nn : 1), 1);
+    int *list = sf_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *list);
+    bool *setup_done = sf_calloc((size_t)(nn > 0 ? nn : 1), 1);
+    if (!in_seg || !list || !setup_done) {
+        free(in_seg);
+        free(list);
+        free(setup_done);
+        free(src.data);
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    sf_cg g = {f, pl, &src, pl->sms, in_seg, -1};
+    scanfuse_status st = SCANFUSE_OK;
+    for (int s = 0; s < p->nsegments && st == SCANFUSE_OK; s++) {
+        const sf_segment *seg = &p->segments[s];
+        g.seg = s;
+        /* setup nodes first (once per program) */
+        for (int j = 0; j < seg->nnodes; j++) {
+            int ni = seg->nodes[j];
+            if (is_compute(f, ni) || setup_done[ni]) continue;
+            setup_done[ni] = true;
+            emit_setup(&g, ni);
+        }
+        pl->seg_k0[s] = pl->nkernels;
+        int nl = 0;
+        for (int j = 0; j < seg->nnodes; j++)
+            if (is_compute(f, seg->nodes[j])) list[nl++] = seg->nodes[j];
+        if (nl == 0) {
+            pl->seg_nk[s] = 0;
+            continue;
+        }
+        if (fused[s]) {
+            for (int j = 0; j < nl; j++) in_seg[list[j]] = true;
+            int anchor = seg->anchor;
+            if (anchor >= 0 && !is_compute(f, anchor)) anchor = -1;
+            st = emit_group(&g, list, nl, anchor, msg, msglen);
+            for (int j = 0; j < nl; j++) in_seg[list[j]] = false;
+            if (st == SCANFUSE_ERROR_UNSUPPORTED) *bad_seg = s;
+        } else {
+            for (int j = 0; j < nl && st == SCANFUSE_OK; j++) {
+                int ni = list[j];
+                in_seg[ni] = true;
+                sf_kind kind = sf_op_table[f->nodes[ni].op].kind;
+                bool anc = kind == SF_KIND_SCAN || kind == SF_KIND_REDUCTION;
+                pl->node_k0[ni] = pl->nkernels;
+                st = emit_group(&g, &ni, 1, anc ? ni : -1, msg, msglen);
+                pl->node_nk[ni] = pl->nkernels - pl->node_k0[ni];
+                in_seg[ni] = false;
+            }
+        }
+        pl->seg_nk[s] = pl->nkernels - pl->seg_k0[s];
+    }
+    /* Copies into outputs that are not computed in place. */
+    g.seg = -1;
+    pl->out_k0 = pl->nkernels;
+    for (int o = 0; o < f->noutputs && st == SCANFUSE_OK; o++) {
+        const sf_value *v = &f->values[f->outputs[o]];
+        sf_cuda_kernel *k = elem_kernel(&g, -1, v->ndim, v->shape);
+        sf_cg_operand(k, f->outputs[o], SF_CUOP_ITER, 0, false);
+        int op = sf_cg_operand(k, f->outputs[o], SF_CUOP_ITER, 0, true);
+        k->ops[op].out_index = o;
+        if (sf_value_numel(v) > 0) emit_elem_kernel(&g, k, body_copy, NULL, true);
+    }
+    free(in_seg);
+    free(list);
+    free(setup_done);
+    if (st != SCANFUSE_OK) {
+        free(src.data);
+        return st;
+    }
+    /* Scratch: [error slots, 16 bytes each][each kernel's part, 256-aligned]. */
+    int64_t off = ((int64_t)pl->nerr * 16 + 255) / 256 * 256;
+    if (off == 0) off = 256;
+    for (int i = 0; i < pl->nkernels; i++) {
+        sf_cuda_kernel *k = &pl->k[i];
+        if (k->scratch_bytes < 0 && i > 0) {
+            k->scratch_off = pl->k[i - 1].scratch_off;
+            continue;
+        }
+        if (k->scratch_bytes <= 0) continue;
+        k->scratch_off = off;
+        off += (k->scratch_bytes + 255) / 256 * 256;
+    }
+    pl->scratch_bytes = off;
+    pl->source = sf_buf_take(&src);
+    if (!pl->source) {
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    return SCANFUSE_OK;
+}
+
+scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cuda_plan **out,
+                                   char *msg, size_t msglen) {
+    *out = NULL;
+    const scanfuse_fusion *f = p->fusion;
+    if (!f) {
+        sf_msg(msg, msglen, "cuda: no fusion");
+        return SCANFUSE_ERROR_STATE;
+    }
+    sf_cuda_plan *pl = sf_calloc(1, sizeof *pl);
+    bool *fused = NULL;
+    int *seg_of = NULL;
+    scanfuse_status st = SCANFUSE_ERROR_MEMORY;
+    if (!pl) goto fail;
+    pl->arch = arch;
+    pl->sms = sms;
+    size_t nv = (size_t)(f->nvalues > 0 ? f->nvalues : 1), nn = (size_t)(f->nnodes > 0 ? f->nnodes : 1);
+    size_t ns = (size_t)(p->nsegments > 0 ? p->nsegments : 1);
+    pl->vkind = sf_calloc(nv, sizeof *pl->vkind);
+    pl->direct_ok = sf_calloc(nv, sizeof *pl->direct_ok);
+    pl->node_k0 = sf_calloc(nn, sizeof *pl->node_k0);
+    pl->node_nk = sf_calloc(nn, sizeof *pl->node_nk);
+    pl->seg_k0 = sf_calloc(ns, sizeof *pl->seg_k0);
+    pl->seg_nk = sf_calloc(ns, sizeof *pl->seg_nk);
+    pl->seg_fused = sf_calloc(ns, sizeof *pl->seg_fused);
+    /* at most: per node 3 (check, main, finish / sort steps are counted in cuda_index.c's
+     * bound), plus setup kernels, plus output copies */
+    size_t cap = (size_t)f->noutputs + 8;
+    for (int i = 0; i < f->nnodes; i++) /* sorts: chunk sort, up to 40 merge passes, emit */
+        cap += (f->nodes[i].op == SF_OP_argsort || f->nodes[i].op == SF_OP_topk) ? 48 : 4;
+    pl->k = sf_calloc(cap, sizeof *pl->k);
+    fused = sf_calloc(ns, sizeof *fused);
+    seg_of = sf_malloc(nn * sizeof *seg_of);
+    if (!pl->vkind || !pl->direct_ok || !pl->node_k0 || !pl->node_nk || !pl->seg_k0 ||
+        !pl->seg_nk || !pl->seg_fused || !pl->k || !fused || !seg_of)
+        goto fail;
+    for (int i = 0; i < f->nnodes; i++) seg_of[i] = -1;
+    for (int s = 0; s < p->nsegments; s++) {
+        const sf_segment *seg = &p->segments[s];
+        int ncompute = 0;
+        for (int j = 0; j < seg->nnodes; j++)
+            if (is_compute(f, seg->nodes[j])) {
+                seg_of[seg->nodes[j]] = s;
+                ncompute++;
+            }
+        /* the fused templates hold pointwise nodes around at most one scan or reduction */
+        bool ok = (seg->kind == SF_SEG_POINTWISE || seg->kind == SF_SEG_SCAN ||
+                   seg->kind == SF_SEG_REDUCE) && seg->lazy < 0 && ncompute > 0;
+        for (int j = 0; j < seg->nnodes && ok; j++) {
+            int ni = seg->nodes[j];
+            if (!is_compute(f, ni)) continue;
+            sf_kind kind = sf_op_table[f->nodes[ni].op].kind;
+            ok = kind == SF_KIND_POINTWISE || ni == seg->anchor;
+        }
+        fused[s] = ok;
+    }
+    for (int attempt = 0; attempt <= p->nsegments; attempt++) {
+        plan_storage(p, pl, fused, seg_of);
+        int bad = -1;
+        free(pl->source);
+        pl->source = NULL;
+        st = generate(p, pl, fused, &bad, msg, msglen);
+        if (st == SCANFUSE_OK) break;
+        /* a fused segment the templates cannot hold (too many operands): node by node */
+        if (bad < 0 || !fused[bad]) goto fail_msg;
+        fused[bad] = false;
+    }
+    if (st != SCANFUSE_OK) goto fail_msg;
+    for (int s = 0; s < p->nsegments; s++) pl->seg_fused[s] = fused[s];
+    free(fused);
+    free(seg_of);
+    *out = pl;
+    return SCANFUSE_OK;
+fail:
+    sf_msg(msg, msglen, "cuda: out of memory");
+fail_msg:
+    free(fused);
+    free(seg_of);
+    sf_cuda_plan_free(pl);
+    return st;
+}

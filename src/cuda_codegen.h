@@ -1,0 +1,216 @@
+/*
+ * cuda_codegen.h — internal contracts of the CUDA backend's code generator: the plan of
+ * a compiled program (how every value is stored, the kernels of every segment, their
+ * operands and launch geometry), the "value at an element" expression emitter that every
+ * kernel template builds on (cuda_codegen.c), the scan/reduction templates
+ * (cuda_scan.c), the index and sort templates (cuda_index.c) and the NVRTC build step
+ * (cuda_cache.c).
+ *
+ * Every kernel takes one parameter, `sf_args` (declared in the generated prelude and
+ * mirrored by sf_cuda_args below: 8-byte fields only, so both layouts agree).  Operand k
+ * of a kernel is a value of the lowered fusion; at run time the launcher fills ptr[k]
+ * with the address of the value's current view and st[k][*] with its element strides,
+ * laid out per the operand's mode:
+ *   ITER  strides broadcast to one of the kernel's iteration shapes (space 0: shape,
+ *         space 1: shape2; right-aligned, 0 where the view has size 1 or lacks the dim),
+ *         so an element's offset is sum coord[d] * st[d];
+ *   OWN   the view's own strides (the kernel indexes the value in its own shape);
+ *   MM_A, MM_B  matmul operands: strides over the output's dims, the k-stride in aux.
+ * Shapes are static, so they are compile-time constants in the generated code; strides
+ * and addresses are run-time arguments, so one compiled program serves any layout.
+ *
+ * A segment (sf.h) becomes one kernel when the emitter can fuse it (its compute nodes'
+ * values stay in registers; only its outputs touch memory); otherwise its compute nodes
+ * run one kernel each, and then every value they produce has memory.
+ */
+#ifndef SF_CUDA_CODEGEN_H
+#define SF_CUDA_CODEGEN_H
+
+#include "sf.h"
+
+#define SF_CUDA_MAXOPS 12
+
+/* Mirrors `struct sf_args` of the generated prelude (cuda_prelude.c). */
+typedef struct sf_cuda_args {
+    uint64_t ptr[SF_CUDA_MAXOPS];
+    int64_t st[SF_CUDA_MAXOPS][8];
+    int64_t aux[8];
+    uint64_t scratch;
+    uint64_t err;
+    int64_t epoch;
+    int64_t tile_base;
+    int64_t flags;
+    int64_t pad_;
+} sf_cuda_args;
+
+/* The prelude of every generated source, one line per entry, NULL-terminated. */
+extern const char *const sf_cuda_prelude[];
+
+/* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
+typedef struct sf_cuda_image {
+    void *data;
+    size_t size;
+    bool ptx;
+} sf_cuda_image;
+/* Compiles source for sm_<arch> through the memory and disk caches (cuda_cache.c). */
+scanfuse_status sf_cuda_build(const char *source, int arch, sf_cuda_image *out, char *msg,
+                              size_t msglen);
+
+typedef enum sf_cuda_opmode { SF_CUOP_ITER, SF_CUOP_OWN, SF_CUOP_MM_A, SF_CUOP_MM_B } sf_cuda_opmode;
+
+typedef struct sf_cuda_operand {
+    int32_t value;
+    sf_cuda_opmode mode;
+    int space; /* ITER: 0 = the kernel's shape, 1 = shape2 */
+    bool out;  /* written by the kernel */
+    int out_index; /* >= 0: the caller's output this operand writes (output copies) */
+} sf_cuda_operand;
+
+typedef enum sf_cuda_kkind {
+    SF_CUK_ELEM,       /* one thread per element of the iteration shape (grid-stride)  */
+    SF_CUK_SCAN_WARP,  /* scan: one warp per row                                      */
+    SF_CUK_SCAN_ROW,   /* scan: blocks over row tiles, look-back when a row has several */
+    SF_CUK_SCAN_COL,   /* scan along an outer dim: threads over columns, look-back     */
+    SF_CUK_RED_BLOCK,  /* reduction: a block per (output, split)                       */
+    SF_CUK_RED_WARP,   /* reduction: a warp per output                                 */
+    SF_CUK_RED_THREAD, /* reduction: a thread per (output, split)                      */
+    SF_CUK_RED_FINISH, /* combines the splits' partial states in order                 */
+    SF_CUK_CHECK,      /* index range check (error slot: first bad position, value)    */
+    SF_CUK_SORT        /* sort steps (chunk sort, merge passes, emit)                  */
+} sf_cuda_kkind;
+
+typedef struct sf_cuda_kernel {
+    sf_cuda_kkind kind;
+    int seg;           /* its segment, or -1 for the copy of an output */
+    int node;          /* the node it computes (opaque, anchor, setup), or -1 */
+    bool reshape_copy; /* runs only when the reshape input is not contiguous */
+    int nops;
+    sf_cuda_operand ops[SF_CUDA_MAXOPS];
+    int ndim, ndim2; /* iteration shapes of ITER operands (space 0 and 1) */
+    int64_t shape[SF_MAX_DIMS], shape2[SF_MAX_DIMS];
+    unsigned grid, block;
+    int64_t aux[8];
+    int64_t scratch_off, scratch_bytes; /* its part of the scratch area; -1: the previous
+                                           kernel's part */
+    int64_t ntiles;                     /* > 0: dynamic tile ids (look-back scans)   */
+    uint32_t fast_mask;                 /* ITER operands whose contiguity gives the fast path */
+    int err_slot;                       /* >= 0: its error slot (fallible kernels) */
+    char err_what[16];                  /* CHECK: "index", "class", "id", "key"           */
+    char err_range[64];                 /* CHECK: "dim 1 has size 5", "num_classes=4", ... */
+} sf_cuda_kernel;
+
+/* How a value's memory is provided at run time. */
+enum {
+    SF_CUV_INPUT,    /* the caller's input view                                        */
+    SF_CUV_BUFFER,   /* a buffer of its own (arena), or the caller's output directly   */
+    SF_CUV_VIEW,     /* a view of another value (expand, permute, slice; reshape when
+                        its input is contiguous, else a buffer it is copied into)      */
+    SF_CUV_LITERAL,  /* a weak scalar folded into its pointwise consumers: no memory   */
+    SF_CUV_FULL,     /* one element, broadcast (full, and scalars something must read) */
+    SF_CUV_INLINE,   /* a constant computed where it is read (arange, iota, full)       */
+    SF_CUV_INTERNAL  /* computed and consumed inside one fused kernel: no memory        */
+};
+
+typedef struct sf_cuda_plan {
+    int arch, sms;
+    char *source;
+    int nkernels;
+    sf_cuda_kernel *k;
+    int *seg_k0, *seg_nk;   /* per fused segment: its kernels */
+    bool *seg_fused;        /* per segment: one kernel (else node by node, in node order) */
+    int *node_k0, *node_nk; /* per node of an unfused segment, and per setup node: its
+                               kernels */
+    int out_k0;             /* k[out_k0 + o]: copy of output o (when not written directly) */
+    int64_t scratch_bytes;  /* [error slots: 16 bytes each][kernels' parts] */
+    int nerr;               /* error slots */
+    bool may_fail;          /* some kernel can fail (division by zero, bad index) */
+    int8_t *vkind;          /* per value: SF_CUV_* */
+    bool *direct_ok;        /* per value: its producer writes it whole (may go to the
+                               caller's output directly) */
+} sf_cuda_plan;
+
+/* Plans and generates every kernel of a program for sm_<arch> with `sms`
+ * multiprocessors (launch geometry).  Needs no GPU. */
+scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cuda_plan **out,
+                                   char *msg, size_t msglen);
+void sf_cuda_plan_free(sf_cuda_plan *pl);
+
+/* ------------------------------------------------------------------------------ */
+/* The emitter                                                                     */
+/* ------------------------------------------------------------------------------ */
+
+/* Generation state of the program. */
+typedef struct sf_cg {
+    const scanfuse_fusion *f;
+    sf_cuda_plan *pl;
+    sf_buf *src;
+    int sms;
+    bool *in_seg; /* per node: a compute node of the segment being emitted */
+    int seg;      /* the segment being emitted */
+} sf_cg;
+
+/* An element context: where the code being emitted stands in the kernel's iteration
+ * space, how operands are addressed there, and which values are already in locals
+ * ("v<id>", compute type of the value's dtype, already rounded/wrapped to it). */
+typedef struct sf_cg_ectx sf_cg_ectx;
+struct sf_cg_ectx {
+    sf_cg *g;
+    sf_cuda_kernel *k; /* ext operands are added to it */
+    sf_buf *b;
+    int space; /* ITER space of operands created here */
+    int ndim;  /* the context's iteration shape (space's shape) */
+    const int64_t *shape;
+    /* appends the coordinate of iteration dim d / the offset of operand op */
+    void (*coord)(sf_cg_ectx *e, int d, sf_buf *out);
+    void (*off)(sf_cg_ectx *e, int op, sf_buf *out);
+    void *user;
+    bool vec;           /* vector mode: operand loads read "r<op>[kk]" */
+    uint32_t used_ops;  /* operands loaded here */
+    bool used_coords;   /* coord() was called */
+    uint8_t *done;      /* per value */
+    int nanchor;        /* values available from the anchor's state */
+    int32_t anchor_val[2];
+    const char *anchor_expr[2];
+    bool overflow;      /* an operand did not fit (SF_CUDA_MAXOPS) */
+};
+
+const char *sf_cg_sfx(scanfuse_dtype dt);
+const char *sf_cg_ctype(scanfuse_dtype dt);
+const char *sf_cg_rawtype(scanfuse_dtype dt);
+/* Appends an expression converting compute value x of dtype `from` to dtype `to`, as a
+ * cast does (docs/OPS.md). */
+void sf_cg_conv(sf_buf *b, scanfuse_dtype from, scanfuse_dtype to, const char *x);
+/* A weak scalar literal converted straight to the common dtype cdt / a number attribute
+ * stored into dtype dt (full, pad). */
+void sf_cg_lit_cdt(sf_buf *b, sf_num n, scanfuse_dtype cdt);
+void sf_cg_lit_put(sf_buf *b, sf_num n, scanfuse_dtype dt);
+/* "i64 c<dims[j]> = ..." decomposing row-major index idx over dims[0..n) of shape. */
+void sf_cg_coords(sf_buf *b, const char *prefix, const char *idx, int n, const int *dims,
+                  const int64_t *shape);
+/* "c<d> * a.st[k][d] + ..." over dims[0..n) with shape > 1 ("0" when none). */
+void sf_cg_offset(sf_buf *b, const char *prefix, int k, int n, const int *dims,
+                  const int64_t *shape);
+/* Finds or adds operand (v, mode, space, out) of k; -1 when the table is full. */
+int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, bool out);
+/* Ensures local v<v> holds value v at the context's element (loads, inline constants,
+ * pointwise nodes of the segment, the anchor's outputs).  Literals are handled by
+ * their consumers.  Sets e->overflow when an operand does not fit. */
+void sf_cg_value(sf_cg_ectx *e, int32_t v);
+/* Emits the store of value v (already in v<v>) to its memory operand at the element. */
+void sf_cg_store(sf_cg_ectx *e, int32_t v);
+/* Does value v need memory written by the segment being emitted? */
+bool sf_cg_stored(const sf_cg *g, int32_t v);
+/* A new kernel record of the plan (zeroed, out_index -1 in every operand later added). */
+sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node);
+/* An error slot for a fallible kernel. */
+int sf_cg_err_slot(sf_cg *g);
+unsigned sf_cg_grid(int64_t blocks);
+
+/* Scans and reductions (cuda_scan.c): the kernels of a SCAN or REDUCE segment (anchor
+ * with its prologue and epilogue, or alone). */
+scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen);
+scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
+/* Index and sort ops (cuda_index.c): the kernels of one opaque node. */
+scanfuse_status sf_cg_index(sf_cg *g, int node, char *msg, size_t msglen);
+
+#endif /* SF_CUDA_CODEGEN_H */

@@ -1,0 +1,376 @@
+/*
+ * cuda_index.c — the index and sort ops of the CUDA backend (docs/OPS.md "Index and sort
+ * ops"): gather, take_along_dim, index_select, scatter, one_hot, bincount, topk, argsort.
+ *
+ * Run-time index errors: every op that reads indices (ids, classes, keys with a range)
+ * first runs a check kernel over them; a bad one raises the kernel's error slot with its
+ * row-major position (the first bad position wins, as in the reference's loop order) and,
+ * in a second "report" launch made only after a failure, its value, so the message names
+ * it ("gather: index 7 is out of range (dim 1 has size 5)").  The op's own kernels clamp
+ * indices, so nothing is read or written out of bounds, and the run writes no output.
+ *
+ * Determinism: scatter computes every destination element from the index elements that
+ * can reach it, in row-major order (the last write wins; reduce=add sums in that order
+ * starting from x's value, in double for floats, rounded once); bincount counts with
+ * integer atomics (exact in any order); topk and argsort sort (key, position) pairs, a
+ * total order, so the result is the stable sort whatever the schedule: rows of up to 2048
+ * keys in shared memory by one block (bitonic), longer rows as sorted runs of 2048 merged
+ * pairwise by merge passes (each item finds its place by a binary search).
+ */
+#include "cuda_codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int dims8[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+static unsigned elem_grid(const sf_cg *g, int64_t n) {
+    int64_t blocks = ceil_div(n, 256), cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
+    return sf_cg_grid(blocks < cap ? blocks : cap);
+}
+
+/* Opens an element-wise kernel over shape (coordinates c<d> of element i). */
+static void open_elem(sf_cg *g, sf_cuda_kernel *k, int ndim, const int64_t *shape) {
+    int ki = (int)(k - g->pl->k);
+    k->ndim = ndim;
+    for (int d = 0; d < ndim; d++) k->shape[d] = shape[d];
+    int64_t n = sf_numel(ndim, shape);
+    k->block = 256;
+    k->grid = elem_grid(g, n);
+    sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
+    sf_buf_printf(g->src, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
+                  (long long)n);
+    sf_cg_coords(g->src, "c", "i", ndim, dims8, shape);
+}
+
+static void close_elem(sf_cg *g) { sf_buf_puts(g->src, "}\n}\n\n"); }
+
+/* A check kernel over value v (integer): lo <= v < hi, else the error slot. */
+static void check_kernel(sf_cg *g, int node, int32_t v, int64_t hi, const char *what,
+                         const char *range) {
+    const sf_value *iv = &g->f->values[v];
+    if (sf_value_numel(iv) == 0) return;
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_CHECK, node);
+    k->err_slot = sf_cg_err_slot(g);
+    snprintf(k->err_what, sizeof k->err_what, "%s", what);
+    snprintf(k->err_range, sizeof k->err_range, "%s", range);
+    int op = sf_cg_operand(k, v, SF_CUOP_OWN, 0, false);
+    open_elem(g, k, iv->ndim, iv->shape);
+    sf_buf_printf(g->src, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(iv->dtype), op);
+    sf_cg_offset(g->src, "c", op, iv->ndim, dims8, iv->shape);
+    sf_buf_printf(g->src, ");\nif (v < 0 || v >= %lldll) sf_report(a, i, v);\n", (long long)hi);
+    close_elem(g);
+}
+
+/* gather, take_along_dim, index_select */
+static scanfuse_status emit_gather(sf_cg *g, int ni) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]], *ix = &f->values[n->in[1]], *y = &f->values[n->out[0]];
+    char range[64];
+    bool flat = n->op == SF_OP_take_along_dim && !n->a.has_dim;
+    int nd = x->ndim;
+    int dim = (int)n->a.dim;
+    int64_t size = flat ? sf_value_numel(x) : (nd > 0 ? x->shape[dim] : 1);
+    snprintf(range, sizeof range, "dim %lld has size %lld", flat ? 0ll : (long long)n->a.dim,
+             (long long)size);
+    if (sf_value_numel(y) == 0) return SCANFUSE_OK;
+    check_kernel(g, ni, n->in[1], size, "index", range);
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
+    int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
+    int oi = sf_cg_operand(k, n->in[1], SF_CUOP_OWN, 0, false);
+    int oy = sf_cg_operand(k, n->out[0], SF_CUOP_ITER, 0, true);
+    open_elem(g, k, y->ndim, y->shape);
+    sf_buf *b = g->src;
+    /* where this element's index is */
+    if (flat) {
+        sf_cg_coords(b, "q", "i", ix->ndim, dims8, ix->shape);
+        sf_buf_puts(b, "const i64 io2 = ");
+        sf_cg_offset(b, "q", oi, ix->ndim, dims8, ix->shape);
+        sf_buf_puts(b, ";\n");
+    } else if (n->op == SF_OP_index_select) {
+        if (ix->ndim > 0 && nd > 0) sf_buf_printf(b, "const i64 io2 = c%d * a.st[%d][0];\n", dim, oi);
+        else sf_buf_puts(b, "const i64 io2 = 0;\n");
+    } else {
+        sf_buf_puts(b, "const i64 io2 = 0");
+        for (int d = 0; d < ix->ndim; d++)
+            if (ix->shape[d] > 1) sf_buf_printf(b, " + c%d * a.st[%d][%d]", d, oi, d);
+        sf_buf_puts(b, ";\n");
+    }
+    sf_buf_printf(b, "const i64 v = sf_clamp_idx(sf_ld_%s(a.ptr[%d], io2), %lldll);\n",
+                  sf_cg_sfx(ix->dtype), oi, (long long)(size > 0 ? size : 1));
+    const char *s = sf_cg_sfx(y->dtype);
+    if (size == 0) {
+        sf_buf_printf(b, "(void)v;\nsf_st_%s(a.ptr[%d], ", s, oy);
+        sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+        sf_buf_printf(b, ", (%s)0);\n", sf_cg_ctype(y->dtype));
+        close_elem(g);
+        return SCANFUSE_OK;
+    }
+    sf_buf_puts(b, "i64 xo = 0;\n");
+    if (flat) {
+        sf_cg_coords(b, "z", "v", nd, dims8, x->shape);
+        sf_buf_puts(b, "xo = ");
+        sf_cg_offset(b, "z", ox, nd, dims8, x->shape);
+        sf_buf_puts(b, ";\n");
+    } else {
+        for (int d = 0; d < nd; d++) {
+            if (d == dim) sf_buf_printf(b, "xo += v * a.st[%d][%d];\n", ox, d);
+            else if (x->shape[d] > 1) sf_buf_printf(b, "xo += c%d * a.st[%d][%d];\n", d, ox, d);
+        }
+    }
+    sf_buf_printf(b, "sf_st_%s(a.ptr[%d], ", s, oy);
+    sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+    sf_buf_printf(b, ", sf_ld_%s(a.ptr[%d], xo));\n", s, ox);
+    close_elem(g);
+    return SCANFUSE_OK;
+}
+
+/* scatter: each destination element from x and the index elements of its row. */
+static scanfuse_status emit_scatter(sf_cg *g, int ni) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]], *ix = &f->values[n->in[1]], *sv = &f->values[n->in[2]];
+    const sf_value *y = &f->values[n->out[0]];
+    int nd = x->ndim, dim = (int)n->a.dim;
+    int64_t size = nd > 0 ? x->shape[dim] : 1;
+    char range[64];
+    snprintf(range, sizeof range, "dim %lld has size %lld", (long long)n->a.dim, (long long)size);
+    check_kernel(g, ni, n->in[1], size, "index", range);
+    if (sf_value_numel(y) == 0) return SCANFUSE_OK;
+    bool lit = g->pl->vkind[n->in[2]] == SF_CUV_LITERAL;
+    bool add = n->a.reduce == SF_REDUCE_ADD;
+    scanfuse_dtype dt = y->dtype;
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
+    int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
+    int oi = sf_cg_operand(k, n->in[1], SF_CUOP_OWN, 0, false);
+    int os = lit ? -1 : sf_cg_operand(k, n->in[2], SF_CUOP_OWN, 0, false);
+    int oy = sf_cg_operand(k, n->out[0], SF_CUOP_ITER, 0, true);
+    open_elem(g, k, y->ndim, y->shape);
+    sf_buf *b = g->src;
+    const char *s = sf_cg_sfx(dt), *ct = sf_cg_ctype(dt);
+    sf_buf_printf(b, "%s v = sf_ld_%s(a.ptr[%d], ", ct, s, ox);
+    sf_cg_offset(b, "c", ox, nd, dims8, x->shape);
+    sf_buf_puts(b, ");\n");
+    bool facc = add && sf_dtype_is_float(dt);
+    if (facc) sf_buf_puts(b, "double acc = v;\n");
+    sf_buf_puts(b, "bool inrow = true;\n");
+    for (int d = 0; d < nd; d++)
+        if (d != dim) sf_buf_printf(b, "inrow = inrow && c%d < %lldll;\n", d, (long long)ix->shape[d]);
+    int64_t jn = nd > 0 ? ix->shape[dim] : sf_value_numel(ix);
+    sf_buf_printf(b, "if (inrow) for (i64 j = 0; j < %lldll; ++j) {\n", (long long)jn);
+    sf_buf_printf(b, "const i64 q = sf_ld_%s(a.ptr[%d], 0", sf_cg_sfx(ix->dtype), oi);
+    for (int d = 0; d < ix->ndim; d++) {
+        if (d == dim) sf_buf_printf(b, " + j * a.st[%d][%d]", oi, d);
+        else if (ix->shape[d] > 1) sf_buf_printf(b, " + c%d * a.st[%d][%d]", d, oi, d);
+    }
+    if (nd > 0) sf_buf_printf(b, ");\nif (q == c%d) {\n", dim);
+    else sf_buf_puts(b, ");\nif (q == 0) {\n");
+    sf_buf_printf(b, "const %s w = ", ct);
+    if (lit) {
+        sf_cg_lit_cdt(b, f->nodes[sv->producer].a.value, dt);
+    } else {
+        sf_buf t = {0};
+        sf_buf_printf(&t, "sf_ld_%s(a.ptr[%d], 0", sf_cg_sfx(sv->dtype), os);
+        for (int d = 0; d < sv->ndim; d++) {
+            if (d == dim) sf_buf_printf(&t, " + j * a.st[%d][%d]", os, d);
+            else sf_buf_printf(&t, " + c%d * a.st[%d][%d]", d, os, d);
+        }
+        sf_buf_puts(&t, ")");
+        sf_cg_conv(b, sv->dtype, dt, t.data);
+        free(t.data);
+    }
+    sf_buf_puts(b, ";\n");
+    if (!add) sf_buf_puts(b, "v = w;\n");
+    else if (facc) sf_buf_puts(b, "acc += w;\n");
+    else if (dt == SCANFUSE_BOOL) sf_buf_puts(b, "v = (i64)(v != 0 || w != 0);\n");
+    else sf_buf_puts(b, "v = sf_iadd(v, w);\n");
+    sf_buf_puts(b, "}\n}\n");
+    sf_buf_printf(b, "sf_st_%s(a.ptr[%d], ", s, oy);
+    sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+    sf_buf_printf(b, ", %s);\n", facc ? "acc" : "v");
+    close_elem(g);
+    return SCANFUSE_OK;
+}
+
+/* one_hot and bincount */
+static scanfuse_status emit_ids(sf_cg *g, int ni) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
+    bool oh = n->op == SF_OP_one_hot;
+    int64_t C = n->a.count;
+    char range[64];
+    snprintf(range, sizeof range, "%s=%lld", oh ? "num_classes" : "minlength", (long long)C);
+    check_kernel(g, ni, n->in[0], C, oh ? "class" : "id", range);
+    if (sf_value_numel(y) == 0) return SCANFUSE_OK;
+    sf_buf *b = g->src;
+    if (oh) {
+        sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
+        int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
+        int oy = sf_cg_operand(k, n->out[0], SF_CUOP_ITER, 0, true);
+        open_elem(g, k, y->ndim, y->shape);
+        sf_buf_printf(b, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
+        sf_cg_offset(b, "c", ox, x->ndim, dims8, x->shape);
+        sf_buf_printf(b, ");\nsf_st_i64(a.ptr[%d], ", oy);
+        sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+        sf_buf_printf(b, ", (i64)(v == c%d));\n", y->ndim - 1);
+        close_elem(g);
+        return SCANFUSE_OK;
+    }
+    /* bincount: zero the counts, then count with 64-bit atomics */
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
+    int oy = sf_cg_operand(k, n->out[0], SF_CUOP_ITER, 0, true);
+    open_elem(g, k, y->ndim, y->shape);
+    sf_buf_printf(b, "sf_st_i64(a.ptr[%d], c0 * a.st[%d][0], 0);\n", oy, oy);
+    close_elem(g);
+    if (sf_value_numel(x) == 0) return SCANFUSE_OK;
+    k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
+    int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
+    oy = sf_cg_operand(k, n->out[0], SF_CUOP_OWN, 0, true); /* y is 1-d */
+    open_elem(g, k, x->ndim, x->shape);
+    sf_buf_printf(b, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
+    sf_cg_offset(b, "c", ox, x->ndim, dims8, x->shape);
+    sf_buf_printf(b, ");\nif (v >= 0 && v < %lldll) atomicAdd((unsigned long long*)((i64*)a.ptr[%d] + v * a.st[%d][0]), 1ull);\n",
+                  (long long)C, oy, oy);
+    close_elem(g);
+    return SCANFUSE_OK;
+}
+
+/* topk and argsort */
+static scanfuse_status emit_sort(sf_cg *g, int ni) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
+    bool topk = n->op == SF_OP_topk;
+    int nd = x->ndim, dim = nd > 0 ? (int)n->a.dim : 0;
+    int64_t len = nd > 0 ? x->shape[dim] : 1;
+    int64_t K = topk ? n->a.count : len;
+    int64_t rows = len > 0 ? sf_value_numel(x) / len : 0;
+    if (n->op == SF_OP_argsort && n->a.has_count) {
+        char range[64];
+        snprintf(range, sizeof range, "range=%lld", (long long)n->a.count);
+        check_kernel(g, ni, n->in[0], n->a.count, "key", range);
+    }
+    if (sf_value_numel(y) == 0 || rows == 0 || K == 0) return SCANFUSE_OK;
+    bool desc = topk ? n->a.largest : n->a.descending;
+    bool isf = sf_dtype_is_float(x->dtype);
+    sf_buf *b = g->src;
+    /* the So struct: keys of x, outputs of items */
+    int ki0 = g->pl->nkernels;
+    char so[32];
+    snprintf(so, sizeof so, "So_k%d", ki0);
+    int other[SF_MAX_DIMS], no = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != dim) other[no++] = d;
+    /* operands are the same for every kernel of the sort: 0 x, 1 values or positions,
+     * 2 indices (topk) */
+    sf_cuda_operand ops[3];
+    int nops = topk ? 3 : 2;
+    memset(ops, 0, sizeof ops);
+    for (int q = 0; q < nops; q++) {
+        ops[q].value = q == 0 ? n->in[0] : n->out[q - 1];
+        ops[q].mode = SF_CUOP_OWN;
+        ops[q].out = q > 0;
+        ops[q].out_index = -1;
+    }
+    sf_buf_printf(b, "struct %s {\n", so);
+    sf_buf_puts(b, "static __device__ __forceinline__ u64 key(const sf_args& a, i64 r, i64 t) {\n");
+    sf_cg_coords(b, "c", "r", no, other, x->shape);
+    sf_buf_printf(b, "const i64 o = (");
+    sf_cg_offset(b, "c", 0, no, other, x->shape);
+    if (nd > 0) sf_buf_printf(b, ") + t * a.st[0][%d];\n", dim);
+    else sf_buf_puts(b, ") + 0 * t;\n");
+    if (isf) sf_buf_printf(b, "return sf_d2b(sf_ld_%s(a.ptr[0], o));\n}\n", sf_cg_sfx(x->dtype));
+    else sf_buf_printf(b, "return (u64)sf_ld_%s(a.ptr[0], o);\n}\n", sf_cg_sfx(x->dtype));
+    sf_buf_puts(b, "static __device__ __forceinline__ void out(const sf_args& a, i64 r, i64 j, const sf_skey& it) {\n");
+    sf_cg_coords(b, "c", "r", no, other, y->shape);
+    for (int q = 1; q < nops; q++) {
+        sf_buf_printf(b, "const i64 o%d = (", q);
+        sf_cg_offset(b, "c", q, no, other, y->shape);
+        if (nd > 0) sf_buf_printf(b, ") + j * a.st[%d][%d];\n", q, dim);
+        else sf_buf_puts(b, ") + 0 * j;\n");
+    }
+    if (topk) {
+        if (isf) sf_buf_printf(b, "sf_st_%s(a.ptr[1], o1, sf_b2d(it.k));\n", sf_cg_sfx(y->dtype));
+        else sf_buf_printf(b, "sf_st_%s(a.ptr[1], o1, (i64)it.k);\n", sf_cg_sfx(y->dtype));
+        sf_buf_puts(b, "sf_st_i64(a.ptr[2], o2, it.pos);\n}\n};\n");
+    } else {
+        sf_buf_puts(b, "sf_st_i64(a.ptr[1], o1, it.pos);\n}\n};\n");
+    }
+    const char *tf = isf ? "true" : "false", *df = desc ? "true" : "false";
+    int sms = g->sms > 0 ? g->sms : 132;
+    if (len <= 2048) {
+        int P = 1;
+        while (P < len) P *= 2;
+        if (P < 2) P = 2;
+        sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+        k->nops = nops;
+        memcpy(k->ops, ops, sizeof ops);
+        k->block = P >= 512 ? 256 : (unsigned)(P / 2 < 32 ? 32 : P / 2);
+        k->grid = sf_cg_grid(rows < (int64_t)sms * 64 ? rows : (int64_t)sms * 64);
+        sf_buf_printf(b,
+                      "extern \"C\" __global__ void __launch_bounds__(%u) k%d(const sf_args a) {\n"
+                      "sf_sort_small<%s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      k->block, (int)(k - g->pl->k), so, tf, df, P, (long long)rows, (long long)len,
+                      (long long)K);
+        return SCANFUSE_OK;
+    }
+    /* long rows: runs of 2048, merge passes, emit */
+    int64_t items = rows * len;
+    int64_t half = items * 16; /* bytes of one buffer of items */
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+    k->nops = nops;
+    memcpy(k->ops, ops, sizeof ops);
+    k->scratch_bytes = 2 * half;
+    k->block = 256;
+    k->grid = sf_cg_grid(rows * ceil_div(len, 2048));
+    sf_buf_printf(b,
+                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "sf_sort_chunks<%s, %s, %s, 2048>(a, %lldll, %lldll, (sf_skey*)a.scratch);\n}\n\n",
+                  (int)(k - g->pl->k), so, tf, df, (long long)rows, (long long)len);
+    int parity = 0; /* the buffer holding the current runs */
+    for (int64_t w = 2048; w < len; w *= 2) {
+        sf_cuda_kernel *m = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+        m->nops = nops;
+        memcpy(m->ops, ops, sizeof ops);
+        m->scratch_bytes = -1;
+        m->block = 256;
+        m->grid = sf_cg_grid(ceil_div(items, 256) < (int64_t)sms * 64 ? ceil_div(items, 256) : (int64_t)sms * 64);
+        sf_buf_printf(b,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_merge_pass<%s, %s>((const sf_skey*)(a.scratch + %lldull), (sf_skey*)(a.scratch + %lldull), %lldll, %lldll, %lldll);\n}\n\n",
+                      (int)(m - g->pl->k), tf, df, (long long)(parity ? half : 0),
+                      (long long)(parity ? 0 : half), (long long)rows, (long long)len, (long long)w);
+        parity ^= 1;
+    }
+    sf_cuda_kernel *e = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+    e->nops = nops;
+    memcpy(e->ops, ops, sizeof ops);
+    e->scratch_bytes = -1;
+    e->block = 256;
+    e->grid = elem_grid(g, rows * K);
+    sf_buf_printf(b,
+                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "sf_sort_emit<%s>(a, (const sf_skey*)(a.scratch + %lldull), %lldll, %lldll, %lldll);\n}\n\n",
+                  (int)(e - g->pl->k), so, (long long)(parity ? half : 0), (long long)rows,
+                  (long long)len, (long long)K);
+    return SCANFUSE_OK;
+}
+
+scanfuse_status sf_cg_index(sf_cg *g, int node, char *msg, size_t msglen) {
+    const sf_node *n = &g->f->nodes[node];
+    switch (n->op) {
+    case SF_OP_gather: case SF_OP_take_along_dim: case SF_OP_index_select:
+        return emit_gather(g, node);
+    case SF_OP_scatter: return emit_scatter(g, node);
+    case SF_OP_one_hot: case SF_OP_bincount: return emit_ids(g, node);
+    case SF_OP_topk: case SF_OP_argsort: return emit_sort(g, node);
+    default: break;
+    }
+    sf_msg(msg, msglen, "cuda: %s is not an index op", sf_op_table[n->op].name);
+    return SCANFUSE_ERROR_UNSUPPORTED;
+}

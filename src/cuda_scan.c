@@ -1,0 +1,776 @@
+/*
+ * cuda_scan.c — scans (cumsum, cumprod, cummax, cummin, logcumsumexp) and reductions
+ * (sum, prod, max, min, mean, argmax, argmin) for the CUDA backend, each with the
+ * pointwise prologue and epilogue of its segment fused in: chooses the kernel shape from
+ * the static shape, and emits the per-kernel `Io` struct (how a row is located, how an
+ * element is loaded — the prologue computed in registers —, how a state is stored — the
+ * epilogue computed in registers, every value that needs memory written) that the
+ * prelude's skeletons (sf_warp_scan, sf_row_scan, sf_col_scan, sf_red_*) are
+ * instantiated with.
+ *
+ * Scans see the scan's shape as rows x len: a row is one position of every dim except
+ * the scanned one (row index = row-major order of those dims), a step t of the scan is
+ * position t of the scanned dim (len-1-t for reverse scans).
+ *  - inner dims all of size 1 and len <= 32*ITEMS: one warp per row;
+ *  - inner dims all of size 1, longer rows: blocks of 256 threads over tiles of
+ *    256*ITEMS steps; several tiles per row are chained by the deterministic look-back;
+ *  - otherwise (scan along an outer dim): a thread per column (neighbouring columns are
+ *    neighbours in memory for contiguous tensors), tiles of R steps x W columns, chained
+ *    along the scan by the column look-back.
+ * Element loads and stores of a thread's ITEMS consecutive steps use 16-byte vector
+ * accesses when every operand is contiguous along the scan and aligned (checked at run
+ * time per thread), element accesses otherwise.
+ * Accumulation (docs/OPS.md, DESIGN.md §1): float16/bfloat16/float32 sums in double
+ * (every tile prefix combined in a fixed order: deterministic, and within 2^-40 * sum|x|),
+ * float64 sums in double-double, integers in wrapping int64, products and logcumsumexp
+ * in double; every output rounded once.
+ *
+ * Reductions see the input as nout outputs x nred reduced elements, reduced in a fixed
+ * order (a thread's strided run, then an order-preserving tree), splits combined in
+ * split order by a second kernel when one output's work is split across blocks.
+ *
+ * Tuning knobs (benchmarks; they change the generated code and so the cache key):
+ * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,warp_max=1024,col_w=0,col_r=16,col_g=0"
+ * (col_w=0 and col_g=0 choose from the shape).
+ */
+#include "cuda_codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int tune(const char *key, int def) {
+    const char *env = getenv("SCANFUSE_CUDA_TUNE");
+    if (!env) return def;
+    size_t kl = strlen(key);
+    for (const char *p = env; *p;) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == '=') return atoi(p + kl + 1);
+        const char *c = strchr(p, ',');
+        if (!c) break;
+        p = c + 1;
+    }
+    return def;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+static int pow2_at_least(int64_t v) {
+    int p = 1;
+    while (p < v) p *= 2;
+    return p;
+}
+
+/* Nodes of the group (g->in_seg) in order. */
+static int group_nodes(const sf_cg *g, int *out) {
+    int n = 0;
+    for (int i = 0; i < g->f->nnodes; i++)
+        if (g->in_seg[i]) out[n++] = i;
+    return n;
+}
+
+/* Marks the group's nodes that the anchor's input depends on (the prologue). */
+static void mark_prologue(const sf_cg *g, int anchor, bool *pro) {
+    const scanfuse_fusion *f = g->f;
+    memset(pro, 0, (size_t)(f->nnodes > 0 ? f->nnodes : 1));
+    int32_t v = f->nodes[anchor].in[0];
+    int p = f->values[v].producer;
+    if (p >= 0 && g->in_seg[p]) pro[p] = true;
+    for (int i = anchor - 1; i >= 0; i--) {
+        if (!pro[i]) continue;
+        const sf_node *n = &f->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            int q = f->values[n->in[j]].producer;
+            if (q >= 0 && g->in_seg[q]) pro[q] = true;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Element contexts of the scan Io                                                 */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct scan_ctx {
+    int dim;
+} scan_ctx;
+
+static void scan_coord(sf_cg_ectx *e, int d, sf_buf *out) {
+    const scan_ctx *u = e->user;
+    e->used_coords = true;
+    if (d == u->dim) sf_buf_puts(out, "p");
+    else sf_buf_printf(out, "b.c[%d]", d);
+}
+
+static void scan_off(sf_cg_ectx *e, int op, sf_buf *out) {
+    const scan_ctx *u = e->user;
+    sf_buf_printf(out, "b.o[%d] + p * a.st[%d][%d]", op, op, u->dim);
+}
+
+typedef struct scan_kind {
+    char op[64];      /* the operator struct */
+    int tsize;        /* bytes of its state */
+    const char *elem; /* the element from "x" (the converted input) and "p" */
+    const char *val;  /* the result value from state "s" */
+    bool index;       /* cummax/cummin: the index result is s.i */
+} scan_kind;
+
+static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
+    bool fl = sf_dtype_is_float(dt);
+    memset(sk, 0, sizeof *sk);
+    sk->tsize = 8;
+    sk->elem = "x";
+    sk->val = "s";
+    switch (n->op) {
+    case SF_OP_cumsum:
+        if (dt == SCANFUSE_FLOAT64) {
+            snprintf(sk->op, sizeof sk->op, "OpSumDD");
+            sk->tsize = 16;
+            sk->elem = "sf_dd_make(x)";
+            sk->val = "s.hi";
+        } else {
+            snprintf(sk->op, sizeof sk->op, fl ? "OpSumD" : "OpSumI");
+        }
+        break;
+    case SF_OP_cumprod: snprintf(sk->op, sizeof sk->op, fl ? "OpProdD" : "OpProdI"); break;
+    case SF_OP_logcumsumexp: snprintf(sk->op, sizeof sk->op, "OpLse"); break;
+    default: { /* cummax, cummin */
+        bool mx = n->op == SF_OP_cummax;
+        if (fl) {
+            snprintf(sk->op, sizeof sk->op, mx ? "OpCumMaxD" : "OpCumMinD");
+            sk->elem = "sf_vd_make(x, p)";
+        } else {
+            int64_t id = mx ? sf_int_min(dt) : sf_int_max(dt);
+            if (id == INT64_MIN)
+                snprintf(sk->op, sizeof sk->op, "%s<(-9223372036854775807ll - 1)>",
+                         mx ? "OpCumMaxI" : "OpCumMinI");
+            else
+                snprintf(sk->op, sizeof sk->op, "%s<(%lldll)>", mx ? "OpCumMaxI" : "OpCumMinI",
+                         (long long)id);
+            sk->elem = "sf_vi_make(x, p)";
+        }
+        sk->tsize = 16;
+        sk->val = "s.v";
+        sk->index = true;
+        break;
+    }
+    }
+}
+
+/* The Io struct of a scan kernel.  Returns false when an operand did not fit. */
+static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan_kind *sk,
+                         int anchor) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[anchor];
+    const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
+    int dim = (int)n->a.dim, nd = x->ndim;
+    bool rev = n->a.reverse;
+    scanfuse_dtype dt = y->dtype;
+    const char *pexpr = rev ? "len - 1 - t" : "t";
+    int *nodes = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1) * sizeof *nodes);
+    uint8_t *done = sf_malloc((size_t)(f->nvalues > 0 ? f->nvalues : 1));
+    if (!nodes || !done) {
+        free(nodes);
+        free(done);
+        return false;
+    }
+    int nn = group_nodes(g, nodes);
+    scan_ctx u = {dim};
+    bool ok = true;
+    sf_buf ldb = {0}, ldv = {0}, stb = {0}, stv = {0};
+    /* the anchor's results from the state */
+    sf_buf val = {0};
+    {
+        sf_buf t = {0};
+        sf_buf_puts(&t, sk->val);
+        if (dt == SCANFUSE_FLOAT64 || dt == SCANFUSE_INT64) sf_buf_puts(&val, t.data);
+        else if (dt == SCANFUSE_BOOL) sf_buf_printf(&val, "(i64)((%s) != 0)", t.data);
+        else if (sf_dtype_is_float(dt)) sf_buf_printf(&val, "sf_r_%s(%s)", sf_cg_sfx(dt), t.data);
+        else sf_buf_printf(&val, "sf_w_%s(%s)", sf_cg_sfx(dt), t.data);
+        free(t.data);
+    }
+    uint32_t ld_ops = 0, st_ops = 0;
+    for (int pass = 0; pass < 4; pass++) {
+        /* 0: ld (element), 1: ld (vector), 2: st (element), 3: st (vector) */
+        bool vec = pass == 1 || pass == 3, isst = pass >= 2;
+        sf_buf *b = pass == 0 ? &ldb : pass == 1 ? &ldv : pass == 2 ? &stb : &stv;
+        sf_cg_ectx e;
+        memset(&e, 0, sizeof e);
+        memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
+        e.g = g;
+        e.k = k;
+        e.b = b;
+        e.space = 0;
+        e.ndim = k->ndim;
+        e.shape = k->shape;
+        e.coord = scan_coord;
+        e.off = scan_off;
+        e.user = &u;
+        e.vec = vec;
+        e.done = done;
+        if (!isst) {
+            sf_cg_value(&e, n->in[0]);
+            sf_buf_printf(b, "const %s x = ", sf_cg_ctype(dt));
+            char name[24];
+            snprintf(name, sizeof name, "v%d", (int)n->in[0]);
+            sf_cg_conv(b, x->dtype, dt, name);
+            sf_buf_printf(b, ";\n");
+        } else {
+            e.nanchor = sk->index ? 2 : 1;
+            e.anchor_val[0] = n->out[0];
+            e.anchor_expr[0] = val.data;
+            if (sk->index) {
+                e.anchor_val[1] = n->out[1];
+                e.anchor_expr[1] = "s.i";
+            }
+            for (int i = 0; i < nn; i++) {
+                const sf_node *m = &f->nodes[nodes[i]];
+                for (int r = 0; r < m->nout; r++) {
+                    if (!sf_cg_stored(g, m->out[r])) continue;
+                    sf_cg_value(&e, m->out[r]);
+                    sf_cg_store(&e, m->out[r]);
+                }
+            }
+        }
+        if (e.overflow) ok = false;
+        if (pass == 0) ld_ops = e.used_ops;
+        if (pass == 2) st_ops = e.used_ops;
+    }
+    sf_buf *src = g->src;
+    if (ok) {
+        sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, sk->op);
+        sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
+                      nd > 0 ? nd : 1);
+        sf_buf_puts(src, "static __device__ __forceinline__ void base(const sf_args& a, i64 r, B& b) {\n");
+        int other[SF_MAX_DIMS], no = 0;
+        for (int d = 0; d < nd; d++)
+            if (d != dim) other[no++] = d;
+        sf_cg_coords(src, "c", "r", no, other, x->shape);
+        for (int j = 0; j < no; j++) sf_buf_printf(src, "b.c[%d] = c%d;\n", other[j], other[j]);
+        for (int op = 0; op < k->nops; op++) {
+            sf_buf_printf(src, "b.o[%d] = ", op);
+            sf_cg_offset(src, "c", op, no, other, x->shape);
+            sf_buf_puts(src, ";\n");
+        }
+        sf_buf_puts(src, "}\n");
+        /* one element */
+        sf_buf_puts(src, "static __device__ __forceinline__ T ld(const sf_args& a, const B& b, i64 len, i64 t) {\n");
+        sf_buf_printf(src, "(void)len;\nconst i64 p = %s;\n(void)p;\n", pexpr);
+        if (ldb.data) sf_buf_puts(src, ldb.data);
+        sf_buf_printf(src, "return %s;\n}\n", sk->elem);
+        sf_buf_puts(src, "static __device__ __forceinline__ void st(const sf_args& a, const B& b, i64 len, i64 t, const T& s) {\n");
+        sf_buf_printf(src, "(void)len;\nconst i64 p = %s;\n(void)p;\n(void)s;\n", pexpr);
+        if (stb.data) sf_buf_puts(src, stb.data);
+        sf_buf_puts(src, "}\n");
+        /* N consecutive steps: vector accesses when every operand is contiguous along
+         * the scan and aligned */
+        for (int w = 0; w < 2; w++) {
+            bool isst = w == 1;
+            uint32_t ops = isst ? st_ops : ld_ops;
+            if (!isst)
+                sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items(const sf_args& a, const B& b, i64 len, i64 t0, T (&v)[N]) {\n");
+            else
+                sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void st_items(const sf_args& a, const B& b, i64 len, i64 t0, const T (&v)[N]) {\n");
+            sf_buf_printf(src, "const i64 plo = %s;\nbool fast = t0 + N <= len;\n", rev ? "len - t0 - N" : "t0");
+            for (int op = 0; op < k->nops; op++) {
+                if (!(ops >> op & 1u)) continue;
+                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+                sf_buf_printf(src, "%s* q%d = (%s*)a.ptr[%d] + (b.o[%d] + plo);\n", raw, op, raw, op, op);
+                if (k->ops[op].out) /* outputs: contiguous and aligned */
+                    sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d);\n", op,
+                                  dim, raw, op);
+                else /* inputs: also broadcast along the scan (stride 0: one element) */
+                    sf_buf_printf(src, "fast = fast && (a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n",
+                                  op, dim, op, dim, raw, op);
+            }
+            sf_buf_puts(src, "if (fast) {\n");
+            for (int op = 0; op < k->nops; op++) {
+                if (!(ops >> op & 1u)) continue;
+                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+                if (k->ops[op].out) sf_buf_printf(src, "%s w%d[N];\n", raw, op);
+                else
+                    sf_buf_printf(src,
+                                  "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n} else sf_vload(r%d, q%d);\n",
+                                  raw, op, op, dim, op, raw, op, op, op, op);
+            }
+            sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
+                          rev ? "N - 1 - k" : "k");
+            if (!isst) {
+                if (ldv.data) sf_buf_puts(src, ldv.data);
+                sf_buf_printf(src, "v[k] = %s;\n", sk->elem);
+            } else {
+                sf_buf_puts(src, "const T& s = v[k];\n(void)s;\n");
+                if (stv.data) sf_buf_puts(src, stv.data);
+            }
+            sf_buf_puts(src, "}\n");
+            for (int op = 0; op < k->nops; op++)
+                if ((ops >> op & 1u) && k->ops[op].out) sf_buf_printf(src, "sf_vstore(q%d, w%d);\n", op, op);
+            if (!isst)
+                sf_buf_puts(src, "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = (t0 + k < len) ? ld(a, b, len, t0 + k) : Op::id();\n}\n}\n");
+            else
+                sf_buf_puts(src, "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) if (t0 + k < len) st(a, b, len, t0 + k, v[k]);\n}\n}\n");
+        }
+        sf_buf_puts(src, "};\n");
+    }
+    free(ldb.data);
+    free(ldv.data);
+    free(stb.data);
+    free(stv.data);
+    free(val.data);
+    free(nodes);
+    free(done);
+    return ok;
+}
+
+/* A 0-d scan: the input converted (index 0), with the group's pointwise nodes. */
+typedef struct scan0_arg {
+    int anchor;
+} scan0_arg;
+
+static void body_scan0(sf_cg_ectx *e, void *arg) {
+    const scan0_arg *sa = arg;
+    const scanfuse_fusion *f = e->g->f;
+    const sf_node *n = &f->nodes[sa->anchor];
+    scanfuse_dtype dt = f->values[n->out[0]].dtype;
+    sf_cg_value(e, n->in[0]);
+    char name[24];
+    snprintf(name, sizeof name, "v%d", (int)n->in[0]);
+    sf_buf_printf(e->b, "const %s s0 = ", sf_cg_ctype(dt));
+    sf_cg_conv(e->b, f->values[n->in[0]].dtype, dt, name);
+    sf_buf_puts(e->b, ";\n");
+    e->nanchor = n->nout;
+    e->anchor_val[0] = n->out[0];
+    e->anchor_expr[0] = "s0";
+    if (n->nout > 1) {
+        e->anchor_val[1] = n->out[1];
+        e->anchor_expr[1] = "(i64)0";
+    }
+    for (int i = 0; i < f->nnodes; i++) {
+        if (!e->g->in_seg[i]) continue;
+        const sf_node *m = &f->nodes[i];
+        for (int r = 0; r < m->nout; r++) {
+            if (!sf_cg_stored(e->g, m->out[r])) continue;
+            sf_cg_value(e, m->out[r]);
+            sf_cg_store(e, m->out[r]);
+        }
+    }
+}
+
+static void elem_coord0(sf_cg_ectx *e, int d, sf_buf *out) {
+    (void)e;
+    (void)d;
+    sf_buf_puts(out, "0");
+}
+static void elem_off0(sf_cg_ectx *e, int op, sf_buf *out) {
+    (void)e;
+    (void)op;
+    sf_buf_puts(out, "0");
+}
+
+static scanfuse_status scan0(sf_cg *g, int anchor, char *msg, size_t msglen) {
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, anchor);
+    k->ndim = 0;
+    k->block = 32;
+    k->grid = 1;
+    int ki = (int)(k - g->pl->k);
+    uint8_t *done = sf_calloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1), 1);
+    if (!done) {
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    sf_buf body = {0};
+    sf_cg_ectx e;
+    memset(&e, 0, sizeof e);
+    e.g = g;
+    e.k = k;
+    e.b = &body;
+    e.coord = elem_coord0;
+    e.off = elem_off0;
+    e.done = done;
+    scan0_arg sa = {anchor};
+    body_scan0(&e, &sa);
+    free(done);
+    if (e.overflow) {
+        free(body.data);
+        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+        return SCANFUSE_ERROR_UNSUPPORTED;
+    }
+    sf_buf_printf(g->src,
+                  "extern \"C\" __global__ void __launch_bounds__(32) k%d(const sf_args a) {\n"
+                  "if (blockIdx.x != 0 || threadIdx.x != 0) return;\n%s}\n\n",
+                  ki, body.data ? body.data : "");
+    free(body.data);
+    return SCANFUSE_OK;
+}
+
+scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[anchor];
+    const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
+    if (sf_value_numel(y) == 0) return SCANFUSE_OK;
+    if (x->ndim == 0) return scan0(g, anchor, msg, msglen);
+    int dim = (int)n->a.dim;
+    SF_ASSERT(dim >= 0 && dim < x->ndim);
+    int64_t len = x->shape[dim], inner = 1, numel = sf_value_numel(y);
+    for (int d = dim + 1; d < x->ndim; d++) inner *= x->shape[d];
+    int64_t rows = numel / len;
+    scan_kind sk;
+    scan_kind_for(n, y->dtype, &sk);
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SCAN_WARP, anchor);
+    int ki = (int)(k - g->pl->k);
+    k->ndim = x->ndim;
+    for (int d = 0; d < x->ndim; d++) k->shape[d] = x->shape[d];
+    char io[32];
+    snprintf(io, sizeof io, "Io_k%d", ki);
+    if (!emit_scan_io(g, k, io, &sk, anchor)) {
+        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+        return SCANFUSE_ERROR_UNSUPPORTED;
+    }
+    sf_buf *src = g->src;
+    bool excl = n->a.exclusive;
+    int sms = g->sms > 0 ? g->sms : 132;
+    int warp_max = tune("warp_max", sk.tsize > 8 ? 512 : 1024);
+    if (inner == 1 && len <= warp_max) {
+        k->kind = SF_CUK_SCAN_WARP;
+        int items = pow2_at_least(ceil_div(len, 32));
+        k->block = 256;
+        int64_t blocks = ceil_div(rows, 8);
+        k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_warp_scan<%s::Op, %s, %d, %s>(a, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, items, excl ? "true" : "false", (long long)rows, (long long)len);
+    } else if (inner == 1) {
+        k->kind = SF_CUK_SCAN_ROW;
+        int items = tune("row_items", sk.tsize > 8 ? 8 : 16);
+        if (items < 1) items = 1;
+        /* the look-back group: its aggregates are fetched by the block in one round, so a
+         * group of 512 tiles costs one round trip; longer rows chain through the groups'
+         * inclusive prefixes (one link per 512 tiles) */
+        int gsz = tune("row_g", 512);
+        if (gsz > 1024) gsz = 1024;
+        if (gsz > 256) gsz = (gsz + 255) / 256 * 256;
+        if (gsz < 1) gsz = 1;
+        int64_t tile = 256 * (int64_t)items;
+        int64_t tpr = ceil_div(len, tile);
+        int64_t ntiles = rows * tpr;
+        bool lb = tpr > 1;
+        k->block = 256;
+        k->grid = sf_cg_grid(lb ? ntiles : rows);
+        if (lb) {
+            k->ntiles = ntiles;
+            k->scratch_bytes = 16 + (8 * ntiles + 15) / 16 * 16 + 2 * ntiles * sk.tsize;
+        }
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256, 4) k%d(const sf_args a) {\n"
+                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, items, gsz, lb ? "true" : "false", excl ? "true" : "false",
+                      (long long)rows, (long long)len, (long long)tpr);
+    } else {
+        k->kind = SF_CUK_SCAN_COL;
+        int64_t ncols = rows;
+        int w = tune("col_w", 0);
+        if (w != 32 && w != 64 && w != 128 && w != 256) w = ncols >= 2048 ? 128 : ncols >= 512 ? 64 : 32;
+        int r = tune("col_r", sk.tsize > 8 ? 16 : 32);
+        if (r < 1) r = 1;
+        if (r > 64) r = 64;
+        int64_t nchunks = ceil_div(len, r);
+        int64_t ncb = ceil_div(ncols, w);
+        int64_t ntiles = nchunks * ncb;
+        int gsz = tune("col_g", 0);
+        if (gsz <= 0) {
+            /* each tile reads its group's earlier aggregates (c mod G per column): small
+             * problems take one group (no prefix chain: latency), large ones groups of 16
+             * (the reads stay under the tile's own data) */
+            gsz = (nchunks <= 64 && ntiles <= (int64_t)sms * 8) ? (int)nchunks : 16;
+        }
+        k->block = (unsigned)w;
+        k->grid = sf_cg_grid(ntiles);
+        if (nchunks > 1) {
+            k->ntiles = ntiles;
+            k->scratch_bytes = 16 + (8 * ntiles + 15) / 16 * 16 + 2 * ntiles * w * sk.tsize;
+        }
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const sf_args a) {\n"
+                      "sf_col_scan<%s::Op, %s, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                      w, ki, io, io, w, r, gsz, excl ? "true" : "false", (long long)ncols,
+                      (long long)len, (long long)nchunks, (long long)ncb);
+    }
+    return SCANFUSE_OK;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Reductions                                                                      */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct red_ctx {
+    bool red[SF_MAX_DIMS];
+} red_ctx;
+
+static void red_ld_coord(sf_cg_ectx *e, int d, sf_buf *out) {
+    const red_ctx *u = e->user;
+    if (u->red[d]) sf_buf_printf(out, "r%d", d);
+    else sf_buf_printf(out, "b.c[%d]", d);
+}
+
+static void red_ld_off(sf_cg_ectx *e, int op, sf_buf *out) {
+    const red_ctx *u = e->user;
+    sf_buf_printf(out, "b.o[%d]", op);
+    for (int d = 0; d < e->ndim; d++)
+        if (u->red[d] && e->shape[d] > 1) sf_buf_printf(out, " + r%d * a.st[%d][%d]", d, op, d);
+}
+
+static void red_st_coord(sf_cg_ectx *e, int d, sf_buf *out) {
+    (void)e;
+    sf_buf_printf(out, "c%d", d);
+}
+
+static void red_st_off(sf_cg_ectx *e, int op, sf_buf *out) {
+    static const int dims[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
+    sf_cg_offset(out, "c", op, e->ndim, dims, e->shape);
+}
+
+scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[anchor];
+    const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
+    if (sf_value_numel(y) == 0) return SCANFUSE_OK;
+    bool arg = n->op == SF_OP_argmax || n->op == SF_OP_argmin;
+    red_ctx u;
+    memset(&u, 0, sizeof u);
+    if (arg) {
+        if (n->a.has_dim && x->ndim > 0) u.red[n->a.dim] = true;
+        else
+            for (int d = 0; d < x->ndim; d++) u.red[d] = true;
+    } else {
+        for (int j = 0; j < n->a.nlist; j++) {
+            if (n->a.list[j] < 0 || n->a.list[j] >= x->ndim) {
+                sf_msg(msg, msglen, "%s: cuda: invalid reduced dim", sf_op_table[n->op].name);
+                return SCANFUSE_ERROR_SHAPE;
+            }
+            u.red[n->a.list[j]] = true;
+        }
+    }
+    int kd[SF_MAX_DIMS], rd[SF_MAX_DIMS], nkd = 0, nrd = 0;
+    int64_t nout = 1, nred = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (u.red[d]) {
+            rd[nrd++] = d;
+            nred *= x->shape[d];
+        } else {
+            kd[nkd++] = d;
+            nout *= x->shape[d];
+        }
+    }
+    scanfuse_dtype xdt = x->dtype, dt = y->dtype;
+    scanfuse_dtype cdt = arg ? xdt : dt; /* the dtype elements are compared/summed in */
+    bool fl = sf_dtype_is_float(cdt);
+    const char *op, *elem = "x";
+    int tsize = 8;
+    sf_buf val = {0};
+    switch (n->op) {
+    case SF_OP_sum:
+    case SF_OP_mean:
+        if (fl) {
+            op = "OpSumDD";
+            tsize = 16;
+            elem = "sf_dd_make(x)";
+            if (n->op == SF_OP_mean)
+                sf_buf_printf(&val, "sf_dd_fin(sf_dd_divn(s, %.17g), %d)", (double)nred,
+                              dt == SCANFUSE_FLOAT64);
+            else
+                sf_buf_printf(&val, "sf_dd_fin(s, %d)", dt == SCANFUSE_FLOAT64);
+        } else {
+            op = "OpSumI";
+        }
+        break;
+    case SF_OP_prod: op = fl ? "OpProdD" : "OpProdI"; break;
+    case SF_OP_max: op = fl ? "OpMaxD" : "OpMaxI"; break;
+    case SF_OP_min: op = fl ? "OpMinD" : "OpMinI"; break;
+    default:
+        op = fl ? (n->op == SF_OP_argmax ? "OpArgD<true>" : "OpArgD<false>")
+                : (n->op == SF_OP_argmax ? "OpArgI<true>" : "OpArgI<false>");
+        tsize = 16;
+        elem = fl ? "sf_vd_make(x, j)" : "sf_vi_make(x, j)";
+        sf_buf_puts(&val, "s.i");
+        break;
+    }
+    if (!val.data) {
+        if (dt == SCANFUSE_FLOAT64 || dt == SCANFUSE_INT64) sf_buf_puts(&val, "s");
+        else if (dt == SCANFUSE_BOOL) sf_buf_puts(&val, "(i64)(s != 0)");
+        else if (sf_dtype_is_float(dt)) sf_buf_printf(&val, "sf_r_%s(s)", sf_cg_sfx(dt));
+        else sf_buf_printf(&val, "sf_w_%s(s)", sf_cg_sfx(dt));
+    }
+
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_RED_THREAD, anchor);
+    int ki = (int)(k - g->pl->k);
+    k->ndim = x->ndim;
+    for (int d = 0; d < x->ndim; d++) k->shape[d] = x->shape[d];
+    k->ndim2 = y->ndim;
+    for (int d = 0; d < y->ndim; d++) k->shape2[d] = y->shape[d];
+
+    int *nodes = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1) * sizeof *nodes);
+    bool *pro = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1));
+    uint8_t *done = sf_malloc((size_t)(f->nvalues > 0 ? f->nvalues : 1));
+    if (!nodes || !pro || !done) {
+        free(nodes);
+        free(pro);
+        free(done);
+        free(val.data);
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    int nn = group_nodes(g, nodes);
+    mark_prologue(g, anchor, pro);
+    bool ok = true;
+    /* ld: the prologue at reduced element j of output o (stores of prologue values that
+     * need memory happen here: each element is loaded exactly once) */
+    sf_buf ldb = {0}, stb = {0};
+    sf_cg_ectx e;
+    memset(&e, 0, sizeof e);
+    memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
+    e.g = g;
+    e.k = k;
+    e.b = &ldb;
+    e.space = 0;
+    e.ndim = k->ndim;
+    e.shape = k->shape;
+    e.coord = red_ld_coord;
+    e.off = red_ld_off;
+    e.user = &u;
+    e.done = done;
+    sf_cg_value(&e, n->in[0]);
+    for (int i = 0; i < nn; i++) {
+        const sf_node *m = &f->nodes[nodes[i]];
+        if (!pro[nodes[i]] || !sf_cg_stored(g, m->out[0])) continue;
+        sf_cg_value(&e, m->out[0]);
+        sf_cg_store(&e, m->out[0]);
+    }
+    ok = ok && !e.overflow;
+    /* st: the epilogue at output o */
+    memset(&e, 0, sizeof e);
+    memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
+    e.g = g;
+    e.k = k;
+    e.b = &stb;
+    e.space = 1;
+    e.ndim = k->ndim2;
+    e.shape = k->shape2;
+    e.coord = red_st_coord;
+    e.off = red_st_off;
+    e.user = &u;
+    e.done = done;
+    e.nanchor = 1;
+    e.anchor_val[0] = n->out[0];
+    e.anchor_expr[0] = val.data;
+    for (int i = 0; i < nn; i++) {
+        const sf_node *m = &f->nodes[nodes[i]];
+        if (pro[nodes[i]] || !sf_cg_stored(g, m->out[0])) continue;
+        sf_cg_value(&e, m->out[0]);
+        sf_cg_store(&e, m->out[0]);
+    }
+    ok = ok && !e.overflow;
+    free(nodes);
+    free(pro);
+    free(done);
+    if (!ok) {
+        free(ldb.data);
+        free(stb.data);
+        free(val.data);
+        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+        return SCANFUSE_ERROR_UNSUPPORTED;
+    }
+
+    sf_buf *src = g->src;
+    char io[32];
+    snprintf(io, sizeof io, "Io_k%d", ki);
+    sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, op);
+    sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
+                  x->ndim > 0 ? x->ndim : 1);
+    sf_buf_puts(src, "static __device__ __forceinline__ void base(const sf_args& a, i64 o, B& b) {\n");
+    sf_cg_coords(src, "c", "o", nkd, kd, x->shape);
+    for (int j = 0; j < nkd; j++) sf_buf_printf(src, "b.c[%d] = c%d;\n", kd[j], kd[j]);
+    for (int q = 0; q < k->nops; q++) {
+        sf_buf_printf(src, "b.o[%d] = ", q);
+        if (k->ops[q].space == 0) sf_cg_offset(src, "c", q, nkd, kd, x->shape);
+        else sf_buf_puts(src, "0");
+        sf_buf_puts(src, ";\n");
+    }
+    sf_buf_puts(src, "(void)a;\n}\n");
+    sf_buf_puts(src, "static __device__ __forceinline__ T ld(const sf_args& a, const B& b, i64 j) {\n");
+    sf_cg_coords(src, "r", "j", nrd, rd, x->shape);
+    if (ldb.data) sf_buf_puts(src, ldb.data);
+    sf_buf_printf(src, "const %s x = ", sf_cg_ctype(cdt));
+    char name[24];
+    snprintf(name, sizeof name, "v%d", (int)n->in[0]);
+    sf_cg_conv(src, xdt, cdt, name);
+    sf_buf_printf(src, ";\n(void)j;\nreturn %s;\n}\n", elem);
+    sf_buf_puts(src, "static __device__ __forceinline__ void st(const sf_args& a, i64 o, const T& s) {\n");
+    int yd[SF_MAX_DIMS];
+    for (int d = 0; d < y->ndim; d++) yd[d] = d;
+    sf_cg_coords(src, "c", "o", y->ndim, yd, y->shape);
+    if (stb.data) sf_buf_puts(src, stb.data);
+    sf_buf_puts(src, "(void)a;\n}\n};\n");
+    free(ldb.data);
+    free(stb.data);
+    free(val.data);
+
+    int sms = g->sms > 0 ? g->sms : 132;
+    int last = -1; /* the input's innermost dim of size > 1 */
+    for (int d = x->ndim - 1; d >= 0 && last < 0; d--)
+        if (x->shape[d] > 1) last = d;
+    bool inner = last >= 0 && u.red[last];
+    int64_t nsplit = 1;
+    if (inner && nred <= 2048) {
+        k->kind = SF_CUK_RED_WARP;
+        int64_t blocks = ceil_div(nout, 8);
+        k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_red_block<%s::Op, %s, 32>(a, %lldll, %lldll, 1);\n}\n\n",
+                      ki, io, io, (long long)nout, (long long)nred);
+    } else if (inner) {
+        k->kind = SF_CUK_RED_BLOCK;
+        if (nout < (int64_t)sms * 4) {
+            nsplit = ceil_div((int64_t)sms * 8, nout);
+            int64_t most = ceil_div(nred, 8192);
+            if (nsplit > most) nsplit = most;
+            if (nsplit < 1) nsplit = 1;
+        }
+        k->grid = sf_cg_grid(nout * nsplit);
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_red_block<%s::Op, %s, 256>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
+    } else {
+        k->kind = SF_CUK_RED_THREAD;
+        if (nout < (int64_t)sms * 1024) {
+            nsplit = ceil_div((int64_t)sms * 2048, nout);
+            int64_t most = ceil_div(nred, 64);
+            if (nsplit > most) nsplit = most;
+            if (nsplit < 1) nsplit = 1;
+        }
+        k->grid = sf_cg_grid(ceil_div(nout * nsplit, 256));
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_red_thread<%s::Op, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
+    }
+    if (nsplit > 1) {
+        k->scratch_bytes = nout * nsplit * tsize;
+        sf_cuda_kernel *k2 = sf_cg_new_kernel(g, SF_CUK_RED_FINISH, anchor);
+        k = &g->pl->k[ki]; /* (same array; kept for clarity) */
+        k2->ndim = k->ndim;
+        k2->ndim2 = k->ndim2;
+        memcpy(k2->shape, k->shape, sizeof k->shape);
+        memcpy(k2->shape2, k->shape2, sizeof k->shape2);
+        k2->nops = k->nops;
+        memcpy(k2->ops, k->ops, sizeof k->ops);
+        k2->grid = sf_cg_grid(ceil_div(nout, 256));
+        k2->scratch_bytes = -1; /* shares the kernel before it */
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_red_finish<%s::Op, %s>(a, %lldll, %lldll, %s);\n}\n\n",
+                      ki + 1, io, io, (long long)nout, (long long)nsplit,
+                      k->kind == SF_CUK_RED_BLOCK ? "true" : "false");
+    }
+    return SCANFUSE_OK;
+}

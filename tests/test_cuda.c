@@ -1,0 +1,1424 @@
+/*
+ * test_cuda.c — the CUDA backend's tests.
+ *
+ * Part A (always; needs NVRTC, not a GPU): every program of part B (fused, and op by op
+ * with options.fuse = 0) is planned for sm_90 and its CUDA source compiled through NVRTC
+ * (sf_cuda_compile_offline), so a kernel template that does not compile fails CI.  The
+ * programs cover every op of the op table: pointwise ops of every dtype (one fused kernel
+ * per program, and op by op), casts between every pair of dtypes, every scan in every
+ * kernel shape (warp rows, block rows with and without the look-back — also with short
+ * look-back groups that exercise the prefix chain —, column scans with and without the
+ * look-back, 0-d, empty) with the exclusive and reverse flags, reductions in every kernel
+ * shape (warp, block, split block, thread, split thread), the index and sort ops (short
+ * and long rows), creation and shape ops, matmul, and fused segments (the examples,
+ * prologues and epilogues of scans and reductions).  Without NVRTC the part is skipped
+ * with a message.  Compiles run in one process per core.
+ *
+ * Part B (a CUDA GPU is present; else skipped with "no CUDA GPU: <reason>"): every program
+ * runs on the GPU and on the reference evaluator with the same inputs (device copies made
+ * with the sf_cuda_* helpers), in three layouts (contiguous; transposed or broadcast
+ * inputs with sliced outputs; sliced inputs with transposed outputs), compared element by
+ * element per output tolerance class: exact (the reference value rounded once); 1 ulp
+ * (4 for float64) for transcendentals; cumsum/sum/mean within 1 ulp or 2^-40 * sum|x|
+ * (the magnitude computed by the reference from abs(x) in float64); cumprod/prod within
+ * 1 ulp or 2^-38 * |exact| (the GPU multiplies in a tree, the reference in a row);
+ * logcumsumexp within 1 ulp or 2^-36 * (1 + |exact|); matmul within 1 ulp or 2^-40 *
+ * sum|a||b|.  NaN positions and infinities must match exactly.  Every device output has
+ * canary guard zones (and canary gaps inside strided outputs) that must stay intact.
+ * Then the run-time errors (integer division by zero, out-of-range indices) must give
+ * SCANFUSE_ERROR_VALUE with the reference's message and leave every output untouched,
+ * a misaligned device pointer must be rejected, and a 2^24-element float32 cumsum must be
+ * bit-identical over 10 runs (and within the accuracy target of a double-double
+ * reference).  SF_CUDA_TEST_BIG=1 adds a cumsum over 2^31 + 7 uint8 elements into int32
+ * (10.6 GB of device memory), checked element by element.
+ *
+ * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text contains TEXT;
+ * SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
+ * (warms the kernel cache, e.g. SCANFUSE_CACHE_DIR, for a later GPU run).
+ */
+#include "harness.h"
+#include "sf.h"
+#include "sweep_util.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { T_EXACT, T_ULP1, T_SUM, T_REL, T_LSE, T_MATMUL };
+enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_SPECIAL, G_FULL, G_INDEX, G_TIES, G_BOOL01 };
+
+#define MAXOUT 48
+#define MAXIN 4
+
+typedef struct prog {
+    char *text;    /* the program (inputs x0.., outputs in order) */
+    char *reftext; /* the same, plus one magnitude output per SUM/MATMUL output */
+    size_t tlen, rlen;
+    int nout;
+    int tol[MAXOUT];
+    int mag[MAXOUT]; /* index of the output's magnitude in reftext's outputs, or -1 */
+    char outs[MAXOUT][24];
+    char mags[MAXOUT][24];
+    int nmag;
+    int gen[MAXIN];
+    int64_t irange[MAXIN]; /* G_INDEX: values in [0, irange) */
+    const char *tune;      /* SCANFUSE_CUDA_TUNE while compiling */
+    scanfuse_status expect; /* SCANFUSE_OK, or the status a run must give */
+    bool no_unfused;       /* skip the fuse = 0 variant */
+} prog;
+
+static prog *progs;
+static int nprogs, cap_progs;
+static bool verbose;
+static const char *filter;
+
+/* ---------------------------------------------------------------------------------- */
+/* Building programs                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+static void app(char **s, size_t *len, const char *fmt, va_list ap) {
+    char tmp[4096];
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    if (k < 0) return;
+    char *n = realloc(*s, *len + (size_t)k + 1);
+    if (!n) abort();
+    memcpy(n + *len, tmp, (size_t)k + 1);
+    *s = n;
+    *len += (size_t)k;
+}
+
+static void P(prog *p, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void P(prog *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    app(&p->text, &p->tlen, fmt, ap);
+    va_end(ap);
+    va_start(ap, fmt);
+    app(&p->reftext, &p->rlen, fmt, ap);
+    va_end(ap);
+}
+
+static void R(prog *p, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void R(prog *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    app(&p->reftext, &p->rlen, fmt, ap);
+    va_end(ap);
+}
+
+static prog *newprog(void) {
+    if (nprogs == cap_progs) {
+        cap_progs = cap_progs ? 2 * cap_progs : 256;
+        progs = realloc(progs, (size_t)cap_progs * sizeof *progs);
+        if (!progs) abort();
+    }
+    prog *p = &progs[nprogs++];
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+/* Adds output NAME (already defined) with a tolerance class. */
+static void out(prog *p, const char *name, int tol) {
+    if (p->nout >= MAXOUT) return;
+    snprintf(p->outs[p->nout], sizeof p->outs[0], "%s", name);
+    p->tol[p->nout] = tol;
+    p->mag[p->nout] = -1;
+    p->nout++;
+}
+
+/* Adds output NAME with a magnitude: reftext gets `m<k> = EXPR` (a float64 value). */
+static void out_mag(prog *p, const char *name, int tol, const char *expr) {
+    out(p, name, tol);
+    if (p->nout > MAXOUT || !p->nout) return;
+    char m[24];
+    snprintf(m, sizeof m, "m%d", p->nmag);
+    R(p, "%s = %s\n", m, expr);
+    snprintf(p->mags[p->nmag], sizeof p->mags[0], "%s", m);
+    p->mag[p->nout - 1] = p->nmag++;
+}
+
+static void finish(prog *p) {
+    P(p, "output ");
+    for (int i = 0; i < p->nout; i++) P(p, "%s%s", i ? ", " : "", p->outs[i]);
+    for (int i = 0; i < p->nmag; i++) R(p, ", %s", p->mags[i]);
+    P(p, "\n");
+}
+
+static const char *dn(scanfuse_dtype dt) { return scanfuse_dtype_name(dt); }
+
+static void shape_str(char *buf, size_t len, int nd, const int64_t *s) {
+    size_t n = 0;
+    buf[0] = '\0';
+    sw_app(buf, len, &n, "[");
+    for (int d = 0; d < nd; d++) sw_app(buf, len, &n, "%s%lld", d ? ", " : "", (long long)s[d]);
+    sw_app(buf, len, &n, "]");
+}
+
+static bool accepts(sf_op op, scanfuse_dtype dt) {
+    int fl = sf_op_table[op].flags;
+    if ((fl & SF_F_FLOAT_ONLY) && !sf_dtype_is_float(dt)) return false;
+    if ((fl & SF_F_NO_BOOL) && dt == SCANFUSE_BOOL) return false;
+    return true;
+}
+
+static bool is_op(sf_op op, const char *name) { return strcmp(sf_op_table[op].name, name) == 0; }
+
+static int pointwise_tol(sf_op op) {
+    static const char *const ulp1[] = {"exp", "log", "log1p", "expm1", "rsqrt", "sigmoid",
+                                       "tanh", "silu", "pow"};
+    for (size_t i = 0; i < sizeof ulp1 / sizeof ulp1[0]; i++)
+        if (is_op(op, ulp1[i])) return T_ULP1;
+    return T_EXACT;
+}
+
+typedef struct shp {
+    int nd;
+    int64_t s[SF_MAX_DIMS];
+} shp;
+
+/* ---- pointwise ---- */
+
+static void prog_unary(scanfuse_dtype dt, shp sh, int gen) {
+    prog *p = newprog();
+    char s[96];
+    shape_str(s, sizeof s, sh.nd, sh.s);
+    p->gen[0] = gen;
+    P(p, "input x0: %s%s\n", dn(dt), s);
+    for (int o = 0; o < SF_NUM_OPS; o++) {
+        const sf_op_info *in = &sf_op_table[o];
+        if (in->kind != SF_KIND_POINTWISE || in->nin != 1 || o == SF_OP_cast) continue;
+        if (!accepts((sf_op)o, dt)) continue;
+        char name[24];
+        snprintf(name, sizeof name, "u_%s", in->name);
+        P(p, "%s = %s(x0)\n", name, in->name);
+        out(p, name, pointwise_tol((sf_op)o));
+    }
+    finish(p);
+}
+
+static void prog_casts(scanfuse_dtype dt, shp sh, int gen) {
+    prog *p = newprog();
+    char s[96];
+    shape_str(s, sizeof s, sh.nd, sh.s);
+    p->gen[0] = gen;
+    P(p, "input x0: %s%s\n", dn(dt), s);
+    for (int t = 0; t < SCANFUSE_NUM_DTYPES; t++) {
+        char name[24];
+        snprintf(name, sizeof name, "c_%s", dn((scanfuse_dtype)t));
+        P(p, "%s = cast(x0, %s)\n", name, dn((scanfuse_dtype)t));
+        out(p, name, T_EXACT);
+    }
+    finish(p);
+}
+
+static void prog_binary(scanfuse_dtype da, shp sa, scanfuse_dtype db, shp sb, int ga, int gb,
+                        bool literals) {
+    prog *p = newprog();
+    char s1[96], s2[96];
+    shape_str(s1, sizeof s1, sa.nd, sa.s);
+    shape_str(s2, sizeof s2, sb.nd, sb.s);
+    p->gen[0] = ga;
+    p->gen[1] = gb;
+    P(p, "input x0: %s%s\ninput x1: %s%s\n", dn(da), s1, dn(db), s2);
+    scanfuse_dtype pd = scanfuse_dtype_promote(da, db);
+    for (int o = 0; o < SF_NUM_OPS; o++) {
+        const sf_op_info *in = &sf_op_table[o];
+        if (in->kind != SF_KIND_POINTWISE || in->nin != 2) continue;
+        if (!accepts((sf_op)o, pd) || !accepts((sf_op)o, da) || !accepts((sf_op)o, db)) continue;
+        char name[24];
+        snprintf(name, sizeof name, "b_%s", in->name);
+        P(p, "%s = %s(x0, x1)\n", name, in->name);
+        out(p, name, pointwise_tol((sf_op)o));
+        if (literals && o != SF_OP_pow && !(o == SF_OP_sub && da == SCANFUSE_BOOL)) {
+            const char *lit = sf_dtype_is_float(da) ? "2.5" : (da == SCANFUSE_BOOL ? "true" : "3");
+            if ((o == SF_OP_remainder || o == SF_OP_floor_divide || o == SF_OP_div) && da == SCANFUSE_BOOL)
+                continue;
+            snprintf(name, sizeof name, "l_%s", in->name);
+            P(p, "%s = %s(x0, %s)\n", name, in->name, lit);
+            out(p, name, pointwise_tol((sf_op)o));
+            snprintf(name, sizeof name, "r_%s", in->name);
+            if (o == SF_OP_remainder || o == SF_OP_floor_divide) continue; /* x0 may be 0 */
+            P(p, "%s = %s(%s, x0)\n", name, in->name, sf_dtype_is_float(da) ? "-1.75" : lit);
+            out(p, name, pointwise_tol((sf_op)o));
+        }
+    }
+    finish(p);
+}
+
+static void prog_where(scanfuse_dtype da, scanfuse_dtype db, shp sh) {
+    prog *p = newprog();
+    char s[96];
+    shape_str(s, sizeof s, sh.nd, sh.s);
+    p->gen[0] = G_BOOL01;
+    p->gen[1] = G_SPECIAL;
+    p->gen[2] = G_DEFAULT;
+    P(p, "input x0: bool%s\ninput x1: %s%s\ninput x2: %s%s\n", s, dn(da), s, dn(db), s);
+    P(p, "w0 = where(x0, x1, x2)\nw1 = where(x0, x1, 0)\nw2 = where(x0, 1.5, x2)\n");
+    out(p, "w0", T_EXACT);
+    out(p, "w1", T_EXACT);
+    out(p, "w2", T_EXACT);
+    finish(p);
+}
+
+/* ---- scans ---- */
+
+static void prog_scans(scanfuse_dtype dt, shp sh, int dim, const char *tune, int gen) {
+    prog *p = newprog();
+    char s[96];
+    shape_str(s, sizeof s, sh.nd, sh.s);
+    p->gen[0] = gen;
+    p->tune = tune;
+    P(p, "input x0: %s%s\n", dn(dt), s);
+    static const char *const ops[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    for (int q = 0; q < 5; q++) {
+        if (q == 4 && !sf_dtype_is_float(dt)) continue;
+        for (int fl = 0; fl < 4; fl++) {
+            bool ex = fl & 1, rv = fl & 2;
+            char name[24], call[160];
+            snprintf(name, sizeof name, "s%d_%d", q, fl);
+            snprintf(call, sizeof call, "%s(x0, dim=%d%s%s)", ops[q], dim, ex ? ", exclusive=true" : "",
+                     rv ? ", reverse=true" : "");
+            if (q == 2 || q == 3) {
+                P(p, "%s, %si = %s\n", name, name, call);
+                out(p, name, T_EXACT);
+                char iname[28];
+                snprintf(iname, sizeof iname, "%si", name);
+                out(p, iname, T_EXACT);
+            } else if (q == 0) {
+                P(p, "%s = %s\n", name, call);
+                char m[200];
+                snprintf(m, sizeof m, "cumsum(abs(cast(x0, float64)), dim=%d%s%s)", dim,
+                         ex ? ", exclusive=true" : "", rv ? ", reverse=true" : "");
+                out_mag(p, name, T_SUM, m);
+            } else {
+                P(p, "%s = %s\n", name, call);
+                out(p, name, q == 1 ? T_REL : T_LSE);
+            }
+        }
+    }
+    /* an explicit result dtype */
+    if (dt != SCANFUSE_FLOAT64) {
+        scanfuse_dtype to = sf_dtype_is_float(dt) ? SCANFUSE_FLOAT64 : SCANFUSE_INT32;
+        P(p, "sd = cumsum(x0, dim=%d, dtype=%s)\n", dim, dn(to));
+        char m[160];
+        snprintf(m, sizeof m, "cumsum(abs(cast(x0, float64)), dim=%d)", dim);
+        out_mag(p, "sd", T_SUM, m);
+    }
+    finish(p);
+}
+
+/* ---- reductions ---- */
+
+static void prog_reduce(scanfuse_dtype dt, shp sh, const char *dims, bool keep, bool nonempty,
+                        int gen) {
+    prog *p = newprog();
+    char s[96];
+    shape_str(s, sizeof s, sh.nd, sh.s);
+    p->gen[0] = gen;
+    P(p, "input x0: %s%s\n", dn(dt), s);
+    const char *kd = keep ? ", keepdim=true" : "";
+    char m[200];
+    P(p, "r_sum = sum(x0%s%s)\n", dims, kd);
+    snprintf(m, sizeof m, "sum(abs(cast(x0, float64))%s%s)", dims, kd);
+    out_mag(p, "r_sum", T_SUM, m);
+    P(p, "r_prod = prod(x0%s%s)\n", dims, kd);
+    out(p, "r_prod", T_REL);
+    if (sf_dtype_is_float(dt)) {
+        P(p, "r_mean = mean(x0%s%s)\n", dims, kd);
+        snprintf(m, sizeof m, "mean(abs(cast(x0, float64))%s%s)", dims, kd);
+        out_mag(p, "r_mean", T_SUM, m);
+    }
+    if (nonempty) {
+        P(p, "r_max = max(x0%s%s)\nr_min = min(x0%s%s)\n", dims, kd, dims, kd);
+        out(p, "r_max", T_EXACT);
+        out(p, "r_min", T_EXACT);
+        /* argmax/argmin take one dim (or none) */
+        if (strncmp(dims, ", dim=[", 7) != 0) {
+            P(p, "r_amax = argmax(x0%s%s)\nr_amin = argmin(x0%s%s)\n", dims, kd, dims, kd);
+            out(p, "r_amax", T_EXACT);
+            out(p, "r_amin", T_EXACT);
+        }
+    }
+    finish(p);
+}
+
+/* ---- raw programs ---- */
+
+static prog *prog_raw(const char *text, int tol_all) {
+    prog *p = newprog();
+    /* text: inputs and statements; the last line "output a, b, ..." is parsed here */
+    const char *o = strncmp(text, "output ", 7) == 0 ? text : strstr(text, "\noutput ");
+    if (o && o != text) o++;
+    size_t head = o ? (size_t)(o - text) : strlen(text);
+    char *h = malloc(head + 1);
+    if (!h) abort();
+    memcpy(h, text, head);
+    h[head] = '\0';
+    P(p, "%s", h);
+    free(h);
+    if (o) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", o + 7);
+        for (char *tok = strtok(list, ", \n"); tok; tok = strtok(NULL, ", \n")) out(p, tok, tol_all);
+    }
+    finish(p);
+    return p;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The program list                                                                   */
+/* ---------------------------------------------------------------------------------- */
+
+static shp S1(int64_t a) { shp r = {1, {a}}; return r; }
+static shp S2(int64_t a, int64_t b) { shp r = {2, {a, b}}; return r; }
+static shp S3(int64_t a, int64_t b, int64_t c) { shp r = {3, {a, b, c}}; return r; }
+static shp S0(void) { shp r = {0, {0}}; return r; }
+
+static void build_programs(void) {
+    const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
+                                  SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
+                                  SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT64};
+    const int ndt = 10;
+    /* pointwise: every op of every dtype, fused into one kernel per program */
+    for (int i = 0; i < ndt; i++) {
+        scanfuse_dtype dt = all[i];
+        bool fl = sf_dtype_is_float(dt);
+        prog_unary(dt, S2(3, 33), G_DEFAULT);
+        prog_unary(dt, S1(257), fl ? G_SPECIAL : G_FULL);
+        if (fl) prog_unary(dt, S2(5, 7), G_POS);
+        prog_casts(dt, S1(300), fl ? G_SPECIAL : G_FULL);
+        prog_binary(dt, S2(3, 33), dt, S2(3, 33), G_DEFAULT, G_NONZERO, true);
+        prog_binary(dt, S2(4, 1), dt, S1(9), fl ? G_SPECIAL : G_FULL, G_NONZERO, false);
+    }
+    prog_unary(SCANFUSE_FLOAT32, S0(), G_DEFAULT);
+    prog_unary(SCANFUSE_INT32, S2(0, 5), G_DEFAULT);
+    /* mixed dtypes */
+    const scanfuse_dtype pairs[][2] = {{SCANFUSE_INT32, SCANFUSE_FLOAT16}, {SCANFUSE_UINT8, SCANFUSE_INT8},
+                                       {SCANFUSE_BOOL, SCANFUSE_FLOAT32}, {SCANFUSE_INT64, SCANFUSE_FLOAT64},
+                                       {SCANFUSE_BFLOAT16, SCANFUSE_FLOAT16}, {SCANFUSE_INT16, SCANFUSE_BFLOAT16},
+                                       {SCANFUSE_BOOL, SCANFUSE_INT64}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        prog_binary(pairs[i][0], S2(6, 5), pairs[i][1], S1(5), G_DEFAULT, G_NONZERO, true);
+        prog_where(pairs[i][0], pairs[i][1], S2(4, 9));
+    }
+    /* scans: every kernel shape */
+    for (int i = 0; i < ndt; i++) {
+        scanfuse_dtype dt = all[i];
+        bool fl = sf_dtype_is_float(dt);
+        int g = fl ? G_DEFAULT : G_FULL;
+        prog_scans(dt, S1(7), 0, NULL, g);
+        prog_scans(dt, S1(1000), 0, NULL, g);       /* warp row (ITEMS 32) */
+        prog_scans(dt, S1(5000), -1, NULL, g);      /* block rows with look-back */
+        prog_scans(dt, S2(3, 33), 1, NULL, g);      /* warp rows */
+        prog_scans(dt, S2(33, 3), 0, NULL, g);      /* column, look-back */
+        prog_scans(dt, S2(300, 40), 0, NULL, g);    /* column, look-back, several groups */
+        prog_scans(dt, S3(2, 50, 5), 1, NULL, g);   /* column with outer dims */
+        prog_scans(dt, S0(), 0, NULL, g);           /* 0-d */
+        prog_scans(dt, S2(0, 5), 0, NULL, g);       /* empty */
+        if (fl) prog_scans(dt, S2(4, 97), 1, NULL, G_TIES); /* NaN, infinities, ties */
+        else prog_scans(dt, S2(4, 97), 1, NULL, G_TIES);
+    }
+    prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
+    prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_items=1", G_DEFAULT); /* prefix chain */
+    prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_items=2", G_FULL);
+    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_r=4", G_DEFAULT); /* column chain */
+    prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_r=5,col_w=64", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
+    /* reductions: every kernel shape */
+    for (int i = 0; i < ndt; i++) {
+        scanfuse_dtype dt = all[i];
+        int g = sf_dtype_is_float(dt) ? G_SPECIAL : G_FULL;
+        prog_reduce(dt, S2(3, 33), "", false, true, G_DEFAULT);
+        prog_reduce(dt, S2(3, 33), ", dim=-1", true, true, G_DEFAULT);
+        prog_reduce(dt, S2(3, 33), ", dim=0", false, true, g);
+        prog_reduce(dt, S2(2, 5000), ", dim=1", false, true, G_DEFAULT);   /* block, split */
+        prog_reduce(dt, S2(5000, 3), ", dim=0", false, true, G_DEFAULT);   /* thread, split */
+        prog_reduce(dt, S3(4, 5, 6), ", dim=[0, 2]", false, true, G_DEFAULT);
+        prog_reduce(dt, S0(), "", false, true, G_DEFAULT);
+        prog_reduce(dt, S2(0, 4), ", dim=0", false, false, G_DEFAULT);
+    }
+    /* index and sort ops */
+    const scanfuse_dtype idt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT64, SCANFUSE_BFLOAT16, SCANFUSE_UINT8,
+                                  SCANFUSE_BOOL, SCANFUSE_FLOAT64};
+    for (size_t i = 0; i < sizeof idt / sizeof idt[0]; i++) {
+        scanfuse_dtype dt = idt[i];
+        char t[2048];
+        prog *p;
+        snprintf(t, sizeof t,
+                 "input x0: %s[4, 6]\ninput x1: int64[4, 3]\n"
+                 "g = gather(x0, 1, x1)\nt = take_along_dim(x0, x1, dim=1)\n"
+                 "output g, t\n", dn(dt));
+        p = prog_raw(t, T_EXACT);
+        p->gen[1] = G_INDEX;
+        p->irange[1] = 6;
+        snprintf(t, sizeof t,
+                 "input x0: %s[5, 6]\ninput x1: int32[7]\n"
+                 "s = index_select(x0, 0, x1)\ns1 = index_select(x0, 1, x1)\noutput s, s1\n", dn(dt));
+        p = prog_raw(t, T_EXACT);
+        p->gen[1] = G_INDEX;
+        p->irange[1] = 5;
+        snprintf(t, sizeof t,
+                 "input x0: %s[30]\ninput x1: int16[2, 5]\n"
+                 "f = take_along_dim(x0, x1)\noutput f\n", dn(dt));
+        p = prog_raw(t, T_EXACT);
+        p->gen[1] = G_INDEX;
+        p->irange[1] = 30;
+        snprintf(t, sizeof t,
+                 "input x0: %s[4, 6]\ninput x1: int64[3, 6]\ninput x2: %s[3, 7]\n"
+                 "a = scatter(x0, 0, x1, x2)\nb = scatter(x0, 0, x1, x2, reduce=add)\n"
+                 "c = scatter(x0, dim=0, index=x1, src=2)\noutput a, b, c\n", dn(dt), dn(dt));
+        p = prog_raw(t, T_EXACT);
+        p->tol[1] = sf_dtype_is_float(dt) ? T_ULP1 : T_EXACT;
+        p->gen[1] = G_INDEX;
+        p->irange[1] = 4;
+        if (dt != SCANFUSE_BOOL) {
+            snprintf(t, sizeof t,
+                     "input x0: %s[5, 20]\n"
+                     "v, i = topk(x0, 3, dim=1)\nw, j = topk(x0, 4, dim=0, largest=false)\n"
+                     "a = argsort(x0, dim=1)\nd = argsort(x0, dim=0, descending=true)\n"
+                     "output v, i, w, j, a, d\n", dn(dt));
+            p = prog_raw(t, T_EXACT);
+            p->gen[0] = G_TIES;
+            snprintf(t, sizeof t,
+                     "input x0: %s[3, 5000]\n"
+                     "v, i = topk(x0, 10, dim=1)\na = argsort(x0, dim=1, descending=true)\n"
+                     "output v, i, a\n", dn(dt));
+            p = prog_raw(t, T_EXACT);
+            p->gen[0] = G_TIES;
+        }
+    }
+    {
+        prog *p = prog_raw("input x0: int32[6, 7]\n"
+                           "o = one_hot(x0, 9)\nk = argsort(x0, dim=1, range=9)\noutput o, k\n",
+                           T_EXACT);
+        p->gen[0] = G_INDEX;
+        p->irange[0] = 9;
+        p = prog_raw("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", T_EXACT);
+        p->gen[0] = G_INDEX;
+        p->irange[0] = 17;
+        p = prog_raw("input x0: uint8[300000]\nb = bincount(x0, 256)\noutput b\n", T_EXACT);
+        p->gen[0] = G_INDEX;
+        p->irange[0] = 256;
+    }
+    /* creation, shape ops, matmul */
+    prog_raw("input x0: float32[3, 4]\n"
+             "f = full([3, 4], 2.5)\na = arange(12)\nb = arange(1, 4, 0.5, dtype=float16)\n"
+             "c = iota(7, dtype=int8)\ne = expand(reshape(x0, [3, 4, 1]), [2, 3, 4, 5])\n"
+             "p = permute(x0, [1, 0])\nsl = slice(x0, 1, 1, 4, 2)\n"
+             "pd = pad(x0, [1, 2, -1, 1], 7.5)\nu = triu(x0, 1)\nl = tril(x0, -1)\n"
+             "r = reshape(permute(x0, [1, 0]), [12])\ns = add(x0, arange(4))\n"
+             "output f, a, b, c, e, p, sl, pd, u, l, r, s\n",
+             T_EXACT);
+    prog_raw("input x0: int16[2, 3, 4]\n"
+             "pd = pad(x0, [0, 1], -3)\nu = triu(x0)\nr = reshape(x0, [4, 6])\n"
+             "output pd, u, r\n", T_EXACT);
+    const scanfuse_dtype mdt[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, SCANFUSE_BFLOAT16, SCANFUSE_INT32,
+                                  SCANFUSE_INT8};
+    for (size_t i = 0; i < sizeof mdt / sizeof mdt[0]; i++) {
+        char t[1024];
+        const char *d = dn(mdt[i]);
+        snprintf(t, sizeof t,
+                 "input x0: %s[2, 3, 5]\ninput x1: %s[5, 4]\ninput x2: %s[5]\ninput x3: %s[1, 5, 2]\n"
+                 "a = matmul(x0, x1)\nb = matmul(x2, x1)\nc = matmul(x0, x2)\nd = matmul(x2, x2)\n"
+                 "e = matmul(x0, x3)\noutput a, b, c, d, e\n", d, d, d, d);
+        prog *p = newprog();
+        P(p, "%s", t);
+        p->text[strstr(p->text, "output") - p->text] = '\0';
+        p->tlen = strlen(p->text);
+        char *r = strstr(p->reftext, "output");
+        *r = '\0';
+        p->rlen = strlen(p->reftext);
+        const char *nm[] = {"a", "b", "c", "d", "e"};
+        const char *mm[] = {"matmul(abs(cast(x0, float64)), abs(cast(x1, float64)))",
+                            "matmul(abs(cast(x2, float64)), abs(cast(x1, float64)))",
+                            "matmul(abs(cast(x0, float64)), abs(cast(x2, float64)))",
+                            "matmul(abs(cast(x2, float64)), abs(cast(x2, float64)))",
+                            "matmul(abs(cast(x0, float64)), abs(cast(x3, float64)))"};
+        for (int q = 0; q < 5; q++) {
+            if (sf_dtype_is_float(mdt[i])) out_mag(p, nm[q], T_MATMUL, mm[q]);
+            else out(p, nm[q], T_EXACT);
+        }
+        finish(p);
+    }
+    /* fused segments: prologues and epilogues */
+    prog_raw("input x0: bfloat16[64, 300]\ninput x1: bfloat16[64, 300]\n"
+             "y = cast(cumsum(mul(cast(x0, float32), x1), dim=1), bfloat16)\noutput y\n", T_SUM);
+    prog_raw("input x0: float32[300, 64]\ninput x1: float32[64]\n"
+             "c = cumsum(add(x0, x1), dim=0, reverse=true)\nd = sub(c, x0)\ne = exp(neg(abs(d)))\n"
+             "output c, d, e\n", T_SUM);
+    prog_raw("input x0: float16[8, 500]\n"
+             "m = max(x0, dim=1, keepdim=true)\ne = exp(sub(x0, m))\ns = sum(e, dim=1, keepdim=true)\n"
+             "p = div(e, s)\nc = cumsum(p, dim=1)\nk = lt(sub(c, p), 0.9)\n"
+             "output m, e, s, p, c, k\n", T_ULP1);
+    prog_raw("input x0: int32[40, 30]\n"
+             "c = cumsum(remainder(x0, 7), dim=1, exclusive=true)\nm = mean(cast(c, float32), dim=0)\n"
+             "n = mul(sum(eq(c, 3), dim=1), 2)\noutput c, m, n\n", T_SUM);
+    prog_raw("input x0: bool[4, 128]\n"
+             "c = cumsum(x0, dim=-1)\npos = sub(c, 1)\nposition_ids = where(x0, pos, 1)\n"
+             "output position_ids\n", T_EXACT);
+    prog_raw("input x0: float32[16]\n"
+             "a = cumsum(arange(16, dtype=float32), dim=0)\nb, bi = cummax(mul(x0, arange(16)), dim=0)\n"
+             "output a, b, bi\n", T_SUM);
+    /* the examples */
+    const char *ex[] = {"cumsum", "moe_offsets", "moe_slots", "position_ids", "top_p", "moe_routing"};
+    for (int i = 0; i < 6; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/examples/%s.sf", SF_SOURCE_DIR, ex[i]);
+        FILE *fp = fopen(path, "r");
+        if (!fp) continue;
+        static char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[n] = '\0';
+        /* rename inputs to x0.. is not needed: inputs keep their names */
+        prog *p = prog_raw(buf, i == 0 || i == 4 ? T_SUM : T_EXACT);
+        if (i == 4) {
+            for (int q = 0; q < p->nout; q++) p->tol[q] = q == 1 ? T_SUM : T_ULP1;
+        }
+        if (i == 2 || i == 5) p->tol[1] = T_ULP1;
+        if (i == 5) p->tol[p->nout - 1] = T_ULP1;
+    }
+    /* run-time errors */
+    prog *p = prog_raw("input x0: int32[5, 8]\ninput x1: int32[5, 8]\n"
+                       "r = remainder(x0, x1)\nc = cumsum(r, dim=1)\noutput c, r\n", T_EXACT);
+    p->gen[1] = G_INDEX; /* contains zeros */
+    p->irange[1] = 3;
+    p->expect = SCANFUSE_ERROR_VALUE;
+    p = prog_raw("input x0: float32[4, 6]\ninput x1: int64[4, 3]\ng = gather(x0, 1, x1)\noutput g\n", T_EXACT);
+    p->gen[1] = G_INDEX;
+    p->irange[1] = 9;
+    p->expect = SCANFUSE_ERROR_VALUE;
+    p = prog_raw("input x0: int32[6, 7]\no = one_hot(x0, 4)\noutput o\n", T_EXACT);
+    p->gen[0] = G_INDEX;
+    p->irange[0] = 6;
+    p->expect = SCANFUSE_ERROR_VALUE;
+    p = prog_raw("input x0: int64[3, 9]\nk = argsort(x0, dim=1, range=5)\noutput k\n", T_EXACT);
+    p->gen[0] = G_INDEX;
+    p->irange[0] = 7;
+    p->expect = SCANFUSE_ERROR_VALUE;
+}
+
+/* The coverage programs of part A: few programs (NVRTC compiles cost ~0.3 s plus the
+ * kernels), each holding many kernels, so that every template is instantiated at least
+ * once: every pointwise op and cast of every dtype; every scan op in every kernel shape
+ * (warp, block rows with look-back and prefix chain, one-tile block rows, columns with
+ * and without look-back, 0-d) with the flags, for each state type (double, double-double,
+ * int64, value+index of both kinds); every reduction kernel shape for each state type;
+ * index and sort ops (short and long rows); creation, shape ops and matmul; the examples
+ * and fused prologues/epilogues. */
+static prog *covs;
+static int ncovs;
+
+static void build_coverage(void) {
+    int saved_n = nprogs;
+    const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
+                                  SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
+                                  SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT64};
+    /* pointwise and casts: one program per dtype */
+    for (int i = 0; i < 10; i++) {
+        scanfuse_dtype dt = all[i];
+        prog *p = newprog();
+        P(p, "input x0: %s[3, 33]\ninput x1: %s[33]\n", dn(dt), dn(dt));
+        for (int o = 0; o < SF_NUM_OPS; o++) {
+            const sf_op_info *in = &sf_op_table[o];
+            if (in->kind != SF_KIND_POINTWISE || o == SF_OP_cast || o == SF_OP_where) continue;
+            if (!accepts((sf_op)o, dt)) continue;
+            char name[24];
+            snprintf(name, sizeof name, "p_%s", in->name);
+            if (in->nin == 1) P(p, "%s = %s(x0)\n", name, in->name);
+            else P(p, "%s = %s(x0, x1)\n", name, in->name);
+            out(p, name, T_EXACT);
+        }
+        for (int t = 0; t < 10; t++) {
+            char name[24];
+            snprintf(name, sizeof name, "c_%s", dn(all[t]));
+            P(p, "%s = cast(x0, %s)\n", name, dn(all[t]));
+            out(p, name, T_EXACT);
+        }
+        P(p, "w = where(gt(x0, x1), x0, 2)\nl = add(x1, 1)\n");
+        out(p, "w", T_EXACT);
+        out(p, "l", T_EXACT);
+        finish(p);
+    }
+    /* scans: one program per state type, every kernel shape */
+    const scanfuse_dtype sdt[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, SCANFUSE_INT32, SCANFUSE_BOOL,
+                                  SCANFUSE_BFLOAT16};
+    for (int i = 0; i < 5; i++) {
+        scanfuse_dtype dt = sdt[i];
+        prog *p = newprog();
+        P(p, "input a: %s[5000]\ninput b: %s[3, 33]\ninput c: %s[33, 3]\ninput d: %s[]\ninput e: %s[4, 3000]\ninput f: %s[2, 5, 3]\n",
+          dn(dt), dn(dt), dn(dt), dn(dt), dn(dt), dn(dt));
+        const char *in[] = {"a", "b", "c", "d", "e", "f"};
+        const int dims[] = {0, 1, 0, 0, 1, 1};
+        static const char *const ops[] = {"cumsum", "cumprod", "cummax", "logcumsumexp"};
+        int k = 0;
+        for (int q = 0; q < 4; q++) {
+            if (q == 3 && !sf_dtype_is_float(dt)) continue;
+            for (int j = 0; j < 6; j++) {
+                /* each op on three of the six kernel shapes (which three rotates with the
+                 * program), every op and shape meeting across the five programs */
+                if ((j + q + i) % 2 == 1 && !(q == 0 && j < 2)) continue;
+                char name[24];
+                snprintf(name, sizeof name, "s%d", k++);
+                const char *fl = (j + q) % 4 == 0 ? "" : (j + q) % 4 == 1 ? ", exclusive=true"
+                                 : (j + q) % 4 == 2 ? ", reverse=true" : ", exclusive=true, reverse=true";
+                if (q == 2) P(p, "%s, %si = %s(%s, dim=%d%s)\n", name, name, ops[q], in[j], dims[j], fl);
+                else P(p, "%s = %s(%s, dim=%d%s)\n", name, ops[q], in[j], dims[j], fl);
+                out(p, name, T_EXACT);
+            }
+        }
+        P(p, "mn, mi = cummin(b, dim=1)\n");
+        out(p, "mn", T_EXACT);
+        finish(p);
+    }
+    {
+        prog *p = newprog(); /* the prefix chains of both look-backs */
+        P(p, "input a: float32[20000]\ninput b: int64[1000, 7]\n"
+             "x = cumsum(a, dim=0)\ny, yi = cummax(b, dim=0, reverse=true)\n");
+        out(p, "x", T_EXACT);
+        out(p, "y", T_EXACT);
+        finish(p);
+        p->tune = "row_g=2,row_items=1,col_g=2,col_r=4";
+    }
+    /* reductions: every kernel shape, per state type */
+    const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
+    for (int i = 0; i < 3; i++) {
+        scanfuse_dtype dt = rdt[i];
+        bool fl = sf_dtype_is_float(dt);
+        prog *p = newprog();
+        P(p, "input a: %s[3, 33]\ninput b: %s[2, 5000]\ninput c: %s[5000, 3]\ninput d: %s[4, 5, 6]\ninput e: %s[]\n",
+          dn(dt), dn(dt), dn(dt), dn(dt), dn(dt));
+        P(p, "r0 = sum(a)\nr1 = prod(b, dim=1)\nr2 = max(c, dim=0)\nr3 = min(d, dim=[0, 2], keepdim=true)\n"
+             "r4 = argmax(b, dim=1)\nr5 = argmin(c, dim=0)\nr6 = argmax(d)\nr7 = sum(e)\nr8 = sum(c, dim=0)\n"
+             "r9 = max(a, dim=1)\n");
+        for (int q = 0; q < 10; q++) {
+            char name[8];
+            snprintf(name, sizeof name, "r%d", q);
+            out(p, name, T_EXACT);
+        }
+        if (fl) {
+            P(p, "r10 = mean(b, dim=1)\nr11 = sum(cast(a, float64), dim=0)\n");
+            out(p, "r10", T_EXACT);
+            out(p, "r11", T_EXACT);
+        }
+        finish(p);
+    }
+    /* index and sort ops */
+    prog_raw("input x: float32[4, 6]\ninput i: int64[4, 3]\ninput j: int32[7]\ninput k: int16[2, 5]\n"
+             "input y: bfloat16[3, 5000]\ninput z: int32[6, 7]\ninput s: float32[4, 6]\n"
+             "g = gather(x, 1, i)\nt = take_along_dim(x, i, dim=1)\nsel = index_select(x, 0, j)\n"
+             "f = take_along_dim(x, k)\nsc = scatter(x, 0, i, s)\nsa = scatter(x, 0, i, s, reduce=add)\n"
+             "sv = scatter(x, dim=1, index=i, src=2.5)\n"
+             "v, vi = topk(x, 3, dim=1)\nw, wi = topk(y, 10, dim=1, largest=false)\n"
+             "ar = argsort(y, dim=1, descending=true)\nak = argsort(z, dim=1, range=9)\n"
+             "oh = one_hot(z, 9)\nbc = bincount(j, 5)\n"
+             "output g, t, sel, f, sc, sa, sv, v, vi, w, wi, ar, ak, oh, bc\n", T_EXACT);
+    /* creation, shape ops, matmul */
+    prog_raw("input x0: float32[3, 4]\ninput m: bfloat16[2, 3, 5]\ninput n: bfloat16[5, 4]\ninput q: int32[5]\n"
+             "f = full([3, 4], 2.5)\na = arange(12)\nb = arange(1, 4, 0.5, dtype=float16)\n"
+             "c = iota(7, dtype=int8)\ne = expand(reshape(x0, [3, 4, 1]), [2, 3, 4, 5])\n"
+             "p = permute(x0, [1, 0])\nsl = slice(x0, 1, 1, 4, 2)\n"
+             "pd = pad(x0, [1, 2, -1, 1], 7.5)\nu = triu(x0, 1)\nl = tril(x0, -1)\n"
+             "r = reshape(permute(x0, [1, 0]), [12])\ns = add(x0, arange(4))\n"
+             "mm = matmul(m, n)\nmi = matmul(q, q)\n"
+             "output f, a, b, c, e, p, sl, pd, u, l, r, s, mm, mi\n", T_EXACT);
+    /* fused segments and the examples */
+    prog_raw("input x0: bfloat16[64, 300]\ninput x1: bfloat16[64, 300]\ninput x2: float32[300, 64]\ninput x3: float32[64]\n"
+             "y = cast(cumsum(mul(cast(x0, float32), x1), dim=1), bfloat16)\n"
+             "c = cumsum(add(x2, x3), dim=0, reverse=true)\nd = sub(c, x2)\ne = exp(neg(abs(d)))\n"
+             "h = cumsum(arange(16, dtype=float32), dim=0)\nmx = max(x2, dim=1, keepdim=true)\n"
+             "sm = div(exp(sub(x2, mx)), sum(exp(sub(x2, mx)), dim=1, keepdim=true))\n"
+             "output y, c, d, e, h, sm\n", T_EXACT);
+    const char *ex[] = {"moe_slots", "top_p"};
+    for (int i = 0; i < 2; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/examples/%s.sf", SF_SOURCE_DIR, ex[i]);
+        FILE *fp = fopen(path, "r");
+        if (!fp) continue;
+        static char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[n] = '\0';
+        prog_raw(buf, T_EXACT);
+    }
+    /* move them out of the sweep list */
+    ncovs = nprogs - saved_n;
+    covs = malloc((size_t)(ncovs > 0 ? ncovs : 1) * sizeof *covs);
+    if (!covs) abort();
+    memcpy(covs, progs + saved_n, (size_t)ncovs * sizeof *covs);
+    nprogs = saved_n;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Part A: every program generated and compiled by NVRTC                              */
+/* ---------------------------------------------------------------------------------- */
+
+static bool wanted(const prog *p) { return !filter || strstr(p->text, filter) != NULL; }
+
+/* Compiles a program for `device` (tune knobs applied; single-threaded callers only) */
+static scanfuse_program *compile_prog(const char *text, scanfuse_device device, int fuse,
+                                      const char *tune, scanfuse_fusion **fout) {
+    scanfuse_fusion *f = scanfuse_parse(text, "<test>");
+    if (fout) *fout = f;
+    if (scanfuse_fusion_status(f) != SCANFUSE_OK) return NULL;
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = device;
+    o.fuse = fuse;
+    if (tune) setenv("SCANFUSE_CUDA_TUNE", tune, 1);
+    scanfuse_program *pr = scanfuse_compile(f, &o);
+    if (tune) unsetenv("SCANFUSE_CUDA_TUNE");
+    return pr;
+}
+
+typedef struct gen_job {
+    const prog *list;
+    int n;
+    int stride; /* this worker takes every stride-th item, from next */
+    bool both; /* also the op-by-op form */
+    int next;
+    bool tuned; /* this pass compiles the programs with tuning knobs */
+    pthread_mutex_t lock;
+    int failures;
+    char first_failure[1024];
+} gen_job;
+
+static void *gen_worker(void *arg) {
+    gen_job *j = arg;
+    for (;;) {
+        int i = j->next;
+        j->next += j->stride;
+        if (i >= 2 * j->n) break;
+        const prog *p = &j->list[i / 2];
+        int fuse = i % 2 == 0;
+        if (!wanted(p) || (!fuse && (p->no_unfused || !j->both))) continue;
+        if ((p->tune != NULL) != j->tuned) continue; /* knobs: compiled on one thread */
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_MONOTONIC, &c0);
+        scanfuse_fusion *f = NULL;
+        scanfuse_program *pr = compile_prog(p->text, SCANFUSE_DEVICE_REFERENCE, fuse, NULL, &f);
+        char msg[SF_ERR_LEN] = "";
+        scanfuse_status st;
+        if (!pr || scanfuse_program_status(pr) != SCANFUSE_OK) {
+            st = SCANFUSE_ERROR_STATE;
+            snprintf(msg, sizeof msg, "does not compile: %s",
+                     pr ? scanfuse_program_error(pr) : scanfuse_fusion_error(f));
+        } else {
+            if (p->tune) setenv("SCANFUSE_CUDA_TUNE", p->tune, 1);
+            st = sf_cuda_compile_offline((const sf_program *)pr, 90, NULL, msg, sizeof msg);
+            if (p->tune) unsetenv("SCANFUSE_CUDA_TUNE");
+        }
+        if (st != SCANFUSE_OK) {
+            pthread_mutex_lock(&j->lock);
+            if (j->failures++ == 0)
+                snprintf(j->first_failure, sizeof j->first_failure, "program %d (fuse=%d): %s\n%s",
+                         i / 2, fuse, msg, p->text);
+            pthread_mutex_unlock(&j->lock);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &c1);
+        if (verbose)
+            printf("A %d fuse=%d %s %.2f s: %.60s\n", i / 2, fuse, scanfuse_status_string(st),
+                   (c1.tv_sec - c0.tv_sec) + 1e-9 * (c1.tv_nsec - c0.tv_nsec), p->text);
+        scanfuse_program_free(pr);
+        scanfuse_fusion_free(f);
+    }
+    return NULL;
+}
+
+/* Generates and compiles programs in one process per core (NVRTC does not scale across
+ * threads of one process); the children fill the disk cache, so the programs compile
+ * again quickly in this process.  Returns the number of failures. */
+static int compile_all(const prog *list, int n, bool both, double *secs) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long np = sysconf(_SC_NPROCESSORS_ONLN);
+    if (np < 1) np = 1;
+    if (np > 64) np = 64;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t kids[64];
+    int nk = 0, failures = 0;
+    for (long w = 0; w < np; w++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            gen_job j;
+            memset(&j, 0, sizeof j);
+            j.list = list;
+            j.n = n;
+            j.both = both;
+            pthread_mutex_init(&j.lock, NULL);
+            j.stride = (int)np;
+            j.next = (int)w;
+            gen_worker(&j);
+            j.tuned = true;
+            j.next = (int)w;
+            gen_worker(&j);
+            if (j.failures) printf("FAIL %s\n", j.first_failure);
+            fflush(stdout);
+            _exit(j.failures > 100 ? 100 : j.failures);
+        }
+        if (pid > 0) kids[nk++] = pid;
+    }
+    if (nk == 0) { /* no fork: do it here */
+        gen_job j;
+        memset(&j, 0, sizeof j);
+        j.list = list;
+        j.n = n;
+        j.both = both;
+        j.stride = 1;
+        pthread_mutex_init(&j.lock, NULL);
+        gen_worker(&j);
+        j.tuned = true;
+        j.next = 0;
+        gen_worker(&j);
+        if (j.failures) printf("FAIL %s\n", j.first_failure);
+        failures = j.failures;
+    }
+    for (int k = 0; k < nk; k++) {
+        int wst = 0;
+        if (waitpid(kids[k], &wst, 0) == kids[k]) {
+            if (!WIFEXITED(wst)) failures++;
+            else failures += WEXITSTATUS(wst);
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *secs = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    CHECKF(failures == 0, "%d generated programs failed to compile", failures);
+    return failures;
+}
+
+static void part_a(void) {
+    char msg[SF_ERR_LEN];
+    if (sf_cuda_nvrtc_probe(msg, sizeof msg) != SCANFUSE_OK) {
+        printf("SKIP part A (NVRTC compiles of every kernel template): NVRTC not loadable: %s\n", msg);
+        return;
+    }
+    double secs;
+    compile_all(covs, ncovs, false, &secs);
+    printf("part A: %d coverage programs generated and compiled by %s for sm_90 in %.1f s\n", ncovs,
+           msg, secs);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Part B: on the GPU against the reference                                           */
+/* ---------------------------------------------------------------------------------- */
+
+static double uni(sf_test_rng *r, double lo, double hi) { return lo + (hi - lo) * sf_test_rng_uniform(r); }
+
+static double gen_float(sf_test_rng *r, int gen) {
+    switch (gen) {
+    case G_POS: return exp2(uni(r, -4, 4));
+    case G_UNIT: return (sf_test_rng_next(r) & 1 ? -1 : 1) * uni(r, 0.5, 1.5);
+    case G_NONZERO: return (sf_test_rng_next(r) & 1 ? -1 : 1) * uni(r, 0.5, 4);
+    case G_SPECIAL:
+        if (sf_test_rng_uniform(r) < 0.25) {
+            static const double sp[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 65504.0, -3.0e38,
+                                        1.0e-7, 6.0e-5, 1.0e-300, -1.0e-40, 1.0e300, 3.0e9};
+            return sp[sf_test_rng_int(r, 0, (int64_t)(sizeof sp / sizeof sp[0]) - 1)];
+        }
+        return uni(r, -4, 4);
+    case G_FULL: return uni(r, -1.0e4, 1.0e4);
+    case G_TIES: {
+        static const double tv[] = {-2.0, -0.0, 0.0, 1.5, 3.0, NAN, INFINITY, -INFINITY};
+        return tv[sf_test_rng_int(r, 0, (int64_t)(sizeof tv / sizeof tv[0]) - 1)];
+    }
+    case G_BOOL01: return (double)(sf_test_rng_next(r) & 1);
+    default: return uni(r, -4, 4);
+    }
+}
+
+static int64_t clampi(int64_t v, scanfuse_dtype dt) {
+    if (v < sf_int_min(dt)) return sf_int_min(dt);
+    if (v > sf_int_max(dt)) return sf_int_max(dt);
+    return v;
+}
+
+static int64_t gen_int(sf_test_rng *r, int gen, scanfuse_dtype dt, int64_t irange) {
+    int64_t lo = sf_int_min(dt), hi = sf_int_max(dt);
+    if (gen == G_INDEX) return sf_test_rng_int(r, 0, irange - 1);
+    if (dt == SCANFUSE_BOOL) return gen == G_NONZERO ? 1 : (int64_t)(sf_test_rng_next(r) & 1);
+    switch (gen) {
+    case G_POS: return sf_test_rng_int(r, 1, 20);
+    case G_UNIT: {
+        int64_t v = sf_test_rng_int(r, 1, 2);
+        return lo < 0 && (sf_test_rng_next(r) & 1) ? -v : v;
+    }
+    case G_NONZERO: {
+        int64_t v = sf_test_rng_int(r, 1, 9);
+        return lo < 0 && (sf_test_rng_next(r) & 1) ? -v : v;
+    }
+    case G_FULL:
+    case G_SPECIAL: {
+        if (sf_test_rng_uniform(r) < 0.3) {
+            const int64_t sp[] = {lo, hi, 0, -1, 1, lo + 1, hi - 1};
+            return clampi(sp[sf_test_rng_int(r, 0, 6)], dt);
+        }
+        return sf_wrap_int((int64_t)sf_test_rng_next(r), dt);
+    }
+    case G_TIES: return clampi(sf_test_rng_int(r, -2, 2), dt);
+    default: return sf_test_rng_int(r, clampi(-20, dt), clampi(20, dt));
+    }
+}
+
+/* A device copy of a host tbuf (the whole allocation, canaries included). */
+typedef struct dbuf {
+    void *dev;
+    scanfuse_dl_tensor dl;
+} dbuf;
+
+static bool dbuf_make(dbuf *d, const tbuf *t) {
+    char msg[SF_ERR_LEN];
+    memset(d, 0, sizeof *d);
+    if (sf_cuda_alloc(0, t->alloc_len, &d->dev, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "device allocation of %zu bytes failed: %s", t->alloc_len, msg);
+        return false;
+    }
+    if (sf_cuda_copy_to_device(0, d->dev, t->alloc, t->alloc_len, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "copy to the device failed: %s", msg);
+        return false;
+    }
+    d->dl = t->dl;
+    d->dl.data = (char *)d->dev + ((unsigned char *)t->dl.data - t->alloc);
+    d->dl.device.device_type = SCANFUSE_DL_CUDA;
+    d->dl.device.device_id = 0;
+    return true;
+}
+
+static bool dbuf_back(const dbuf *d, tbuf *t) {
+    char msg[SF_ERR_LEN];
+    if (sf_cuda_copy_to_host(0, t->alloc, d->dev, t->alloc_len, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "copy from the device failed: %s", msg);
+        return false;
+    }
+    return true;
+}
+
+static void dbuf_free(dbuf *d) {
+    sf_cuda_free(0, d->dev);
+    d->dev = NULL;
+}
+
+static long long n_compared, n_cases_run;
+
+/* Compares output element y (dtype dt) with the reference's raw value (float64 or
+ * int64) under a tolerance class.  mag: the magnitude bound (SUM, MATMUL) or 0. */
+static bool close_enough(scanfuse_dtype dt, double y, double raw, int64_t iraw, int tol, double mag) {
+    if (!sf_dtype_is_float(dt)) return (int64_t)y == sf_wrap_int(iraw, dt);
+    double e = sf_round_to(raw, dt);
+    if (isnan(raw) || isnan(e)) return isnan(y);
+    if (isnan(y)) return false;
+    if (isinf(e) || isinf(raw)) return y == e;
+    if (tol == T_EXACT) return y == e && (y != 0.0 || signbit(y) == signbit(e));
+    double err = fabs(y - raw);
+    double u = sf_ulp(raw, dt);
+    switch (tol) {
+    case T_ULP1: return err <= (dt == SCANFUSE_FLOAT64 ? 4.0 : 1.0) * u;
+    case T_SUM: case T_MATMUL: return err <= u || err <= ldexp(mag, -40);
+    case T_REL: return err <= u || err <= ldexp(fabs(raw), -38);
+    case T_LSE: return err <= u || err <= ldexp(1.0 + fabs(raw), -36);
+    default: return false;
+    }
+}
+
+typedef struct run_set {
+    scanfuse_fusion *f;
+    int nin, nout;
+    tbuf in[MAXIN];
+    dbuf din[MAXIN];
+    tbuf out[MAXOUT];
+    dbuf dout[MAXOUT];
+    void *ref[MAXOUT + MAXOUT]; /* reference outputs: double or int64, contiguous */
+    int nref;
+} run_set;
+
+static int failures_printed;
+
+static void report(const prog *p, int pi, int fuse, int layout, const char *what) {
+    if (failures_printed++ < 25)
+        printf("FAIL program %d (fuse=%d, layout %d): %s\n%s", pi, fuse, layout, what, p->text);
+}
+
+/* One program in one layout: fused and op by op against the reference. */
+static void run_prog(const prog *p, int pi, int layout, scanfuse_program *rp,
+                     scanfuse_program *cp[2], scanfuse_fusion *f) {
+    run_set rs;
+    memset(&rs, 0, sizeof rs);
+    int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0x5eed0000u + (uint64_t)pi * 16u + (uint64_t)layout);
+    scanfuse_dl_tensor din_dl[MAXIN], ref_in[MAXIN];
+    bool ok = true;
+    for (int i = 0; i < nin && ok; i++) {
+        const char *name;
+        scanfuse_dtype dt;
+        int nd;
+        int64_t shape[SF_MAX_DIMS];
+        scanfuse_fusion_input_info(f, i, &name, &dt, &nd, shape);
+        int lay = layout == 0 ? L_CONTIG : layout == 1 ? (nd >= 2 ? L_TRANSPOSED : L_BROADCAST) : L_SLICED;
+        if (lay == L_BROADCAST && (nd < 1 || shape[0] != 1)) lay = L_CONTIG;
+        tbuf *t = &rs.in[i];
+        if (!tb_init(t, dt, nd, shape, lay)) {
+            ok = false;
+            break;
+        }
+        for (int64_t j = 0; j < t->numel; j++) {
+            int64_t off = tb_offset(t, j);
+            int g = p->gen[i];
+            if (sf_dtype_is_float(dt)) sf_store_f64(t->base, off, dt, gen_float(&rng, g));
+            else sf_store_i64(t->base, off, dt, gen_int(&rng, g, dt, p->irange[i] > 0 ? p->irange[i] : 1));
+        }
+        ok = dbuf_make(&rs.din[i], t);
+        din_dl[i] = rs.din[i].dl;
+        ref_in[i] = t->dl;
+    }
+    /* reference: float64/int64 outputs (raw values) for the program's outputs and mags */
+    int nref = scanfuse_fusion_num_outputs((const scanfuse_fusion *)((const sf_program *)rp)->fusion);
+    scanfuse_dl_tensor ref_out[2 * MAXOUT];
+    int64_t ref_shape[2 * MAXOUT][SF_MAX_DIMS];
+    for (int o = 0; o < nref && ok; o++) {
+        const sf_program *rpp = (const sf_program *)rp;
+        const sf_value *v = &rpp->fusion->values[rpp->fusion->outputs[o]];
+        int64_t n = sf_value_numel(v);
+        bool fl = sf_dtype_is_float(v->dtype);
+        rs.ref[o] = calloc((size_t)(n > 0 ? n : 1), 8);
+        memset(&ref_out[o], 0, sizeof ref_out[o]);
+        for (int d = 0; d < v->ndim; d++) ref_shape[o][d] = v->shape[d];
+        ref_out[o].data = rs.ref[o];
+        ref_out[o].device.device_type = SCANFUSE_DL_CPU;
+        ref_out[o].ndim = v->ndim;
+        ref_out[o].shape = ref_shape[o];
+        ref_out[o].dtype = scanfuse_dtype_to_dl(fl ? SCANFUSE_FLOAT64 : SCANFUSE_INT64);
+    }
+    rs.nref = nref;
+    scanfuse_status rst = ok ? scanfuse_run(rp, ref_in, nin, ref_out, nref) : SCANFUSE_ERROR_STATE;
+    char refmsg[SF_ERR_LEN];
+    snprintf(refmsg, sizeof refmsg, "%s", scanfuse_program_error(rp));
+    if (ok && rst != p->expect) {
+        char w[SF_ERR_LEN + 64];
+        snprintf(w, sizeof w, "reference run: %s (%s)", scanfuse_status_string(rst), refmsg);
+        report(p, pi, -1, layout, w);
+        CHECK(false);
+        ok = false;
+    }
+    for (int fuse = 1; fuse >= 0 && ok; fuse--) {
+        scanfuse_program *pr = cp[fuse];
+        if (!pr) continue;
+        scanfuse_dl_tensor dout_dl[MAXOUT];
+        for (int o = 0; o < nout && ok; o++) {
+            const char *name;
+            scanfuse_dtype dt;
+            int nd;
+            int64_t shape[SF_MAX_DIMS];
+            scanfuse_fusion_output_info(f, o, &name, &dt, &nd, shape);
+            int lay = layout == 0 ? L_CONTIG : layout == 1 ? L_SLICED : (nd >= 2 ? L_TRANSPOSED : L_SLICED);
+            tb_free(&rs.out[o]);
+            dbuf_free(&rs.dout[o]);
+            if (!tb_init(&rs.out[o], dt, nd, shape, lay) || !dbuf_make(&rs.dout[o], &rs.out[o])) {
+                ok = false;
+                break;
+            }
+            dout_dl[o] = rs.dout[o].dl;
+        }
+        if (!ok) break;
+        scanfuse_status st = scanfuse_run(pr, din_dl, nin, dout_dl, nout);
+        char smsg[SF_ERR_LEN];
+        snprintf(smsg, sizeof smsg, "%s", scanfuse_program_error(pr));
+        char emsg[SF_ERR_LEN];
+        scanfuse_status sy = sf_cuda_synchronize(0, emsg, sizeof emsg);
+        if (sy != SCANFUSE_OK) {
+            report(p, pi, fuse, layout, emsg);
+            CHECK(false);
+            ok = false;
+            break;
+        }
+        n_cases_run++;
+        if (st != p->expect) {
+            char w[2 * SF_ERR_LEN];
+            snprintf(w, sizeof w, "cuda run: %s (%s), expected %s", scanfuse_status_string(st), smsg,
+                     scanfuse_status_string(p->expect));
+            report(p, pi, fuse, layout, w);
+            CHECK(false);
+            continue;
+        }
+        for (int o = 0; o < nout; o++) {
+            tbuf *t = &rs.out[o];
+            if (!dbuf_back(&rs.dout[o], t)) break;
+            if (st != SCANFUSE_OK) { /* a failed run writes nothing */
+                if (!tb_untouched(t)) {
+                    report(p, pi, fuse, layout, "a failed run wrote an output");
+                    CHECK(false);
+                }
+                continue;
+            }
+            long dmg = tb_find_damage(t);
+            if (dmg >= 0) {
+                char w[128];
+                snprintf(w, sizeof w, "output %d: canary damaged at byte %ld", o, dmg);
+                report(p, pi, fuse, layout, w);
+                CHECK(false);
+            }
+            int mi = p->mag[o];
+            bool fl = sf_dtype_is_float(t->dt);
+            int bad = 0;
+            for (int64_t j = 0; j < t->numel; j++) {
+                double raw = fl ? ((double *)rs.ref[o])[j] : 0.0;
+                int64_t iraw = fl ? 0 : ((int64_t *)rs.ref[o])[j];
+                double mag = mi >= 0 ? ((double *)rs.ref[nout + mi])[j] : 0.0;
+                double y = fl ? tb_get_f(t, j) : (double)tb_get_i(t, j);
+                n_compared++;
+                if (!close_enough(t->dt, y, raw, iraw, p->tol[o], mag)) {
+                    if (bad++ < 3) {
+                        char w[256];
+                        snprintf(w, sizeof w, "output %s (%s) element %lld: got %.17g, reference %.17g / %lld (mag %.3g)",
+                                 p->outs[o], scanfuse_dtype_name(t->dt), (long long)j, y, raw,
+                                 (long long)iraw, mag);
+                        report(p, pi, fuse, layout, w);
+                    }
+                }
+            }
+            CHECKF(bad == 0, "program %d output %d: %d elements differ", pi, o, bad);
+        }
+        if (st != SCANFUSE_OK)
+            CHECKF(strcmp(smsg, refmsg) == 0, "program %d: message '%s', reference '%s'", pi, smsg, refmsg);
+    }
+    for (int i = 0; i < nin; i++) {
+        dbuf_free(&rs.din[i]);
+        tb_free(&rs.in[i]);
+    }
+    for (int o = 0; o < nout; o++) {
+        dbuf_free(&rs.dout[o]);
+        tb_free(&rs.out[o]);
+    }
+    for (int o = 0; o < nref; o++) free(rs.ref[o]);
+}
+
+/* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate. */
+static void determinism(void) {
+    const int64_t n = (int64_t)1 << 24;
+    scanfuse_fusion *f = scanfuse_parse("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    scanfuse_program *pr = scanfuse_compile(f, &o);
+    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    void *dx = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    if (!x || !y || sf_cuda_alloc(0, (size_t)n * 4, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "determinism: no memory");
+        goto done;
+    }
+    sf_test_rng r;
+    sf_test_rng_seed(&r, 77);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)uni(&r, -1.0, 1.0) * (float)(1 + (i % 7));
+    sf_cuda_copy_to_device(0, dx, x, (size_t)n * 4, msg, sizeof msg);
+    int64_t shape[1] = {n};
+    scanfuse_dl_tensor tx = {dx, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+    scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+    uint64_t first = 0;
+    bool same = true;
+    for (int rep = 0; rep < 10; rep++) {
+        CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
+        sf_cuda_copy_to_host(0, y, dy, (size_t)n * 4, msg, sizeof msg);
+        uint64_t h = 1469598103934665603ull;
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t b;
+            memcpy(&b, &y[i], 4);
+            h = (h ^ b) * 1099511628211ull;
+        }
+        if (rep == 0) first = h;
+        else same = same && h == first;
+    }
+    CHECKF(same, "cumsum of 2^24 float32 elements differs between runs");
+    /* accuracy: a double-double prefix sum on the host */
+    double hi = 0, lo = 0, mag = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i], s = hi + v, bp = s - hi;
+        lo += (hi - (s - bp)) + (v - bp);
+        hi = s;
+        mag += fabs(v);
+        double e = hi + lo;
+        double err = fabs((double)y[i] - e);
+        if (!(err <= sf_ulp(e, SCANFUSE_FLOAT32) || err <= ldexp(mag, -40))) bad++;
+    }
+    CHECKF(bad == 0, "cumsum of 2^24 float32 elements: %lld outputs off by more than 1 ulp", (long long)bad);
+    printf("determinism: 10 runs of a 2^24-element float32 cumsum are bit-identical: %s; accurate: %s\n",
+           same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
+done:
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+    free(x);
+    free(y);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
+/* A misaligned device pointer is rejected; a tensor on the CPU is rejected. */
+static void bad_tensors(void) {
+    scanfuse_fusion *f = scanfuse_parse("input x: float32[8]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    scanfuse_program *pr = scanfuse_compile(f, &o);
+    void *d = NULL;
+    char msg[SF_ERR_LEN];
+    if (sf_cuda_alloc(0, 256, &d, msg, sizeof msg) == SCANFUSE_OK) {
+        int64_t shape[1] = {8};
+        scanfuse_dl_tensor tx = {(char *)d + 1, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+        scanfuse_dl_tensor ty = {(char *)d + 128, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+        CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_ERROR_ARGUMENT);
+        CHECK(sf_test_contains(scanfuse_program_error(pr), "aligned"));
+        float h[8] = {0};
+        scanfuse_dl_tensor th = {h, {SCANFUSE_DL_CPU, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+        CHECK_STATUS(scanfuse_run(pr, &th, 1, &ty, 1), SCANFUSE_ERROR_DEVICE);
+        tx.data = d;
+        CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
+    }
+    sf_cuda_free(0, d);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
+/* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
+static void big(void) {
+    const int64_t n = ((int64_t)1 << 31) + 7;
+    scanfuse_fusion *f = scanfuse_parse("input x: uint8[2147483655]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", NULL);
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    scanfuse_program *pr = scanfuse_compile(f, &o);
+    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+    uint8_t *x = malloc((size_t)n);
+    int32_t *y = malloc((size_t)n * 4);
+    void *dx = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    if (!x || !y || sf_cuda_alloc(0, (size_t)n, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        printf("SKIP big: %s\n", msg);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) x[i] = (uint8_t)((((uint64_t)i * 2654435761u) >> 13) & 3);
+    sf_cuda_copy_to_device(0, dx, x, (size_t)n, msg, sizeof msg);
+    int64_t shape[1] = {n};
+    scanfuse_dl_tensor tx = {dx, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_UINT, 8, 1}, shape, NULL, 0};
+    scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_INT, 32, 1}, shape, NULL, 0};
+    CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
+    CHECK_STATUS(sf_cuda_copy_to_host(0, y, dy, (size_t)n * 4, msg, sizeof msg), SCANFUSE_OK);
+    uint32_t s = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += x[i];
+        if ((uint32_t)y[i] != s) bad++;
+    }
+    CHECKF(bad == 0, "cumsum over 2^31+7 elements: %lld wrong outputs", (long long)bad);
+    printf("big: cumsum of 2^31+7 uint8 elements into int32: %s\n", bad ? "WRONG" : "ok");
+done:
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+    free(x);
+    free(y);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
+static void part_b(void) {
+    char msg[SF_ERR_LEN];
+    if (sf_cuda_probe(0, msg, sizeof msg) != SCANFUSE_OK) {
+        printf("SKIP part B (runs on the GPU against the reference): no CUDA GPU: %s\n", msg);
+        return;
+    }
+    printf("part B on %s\n", msg);
+    double secs;
+    compile_all(progs, nprogs, true, &secs);
+    printf("part B: %d programs x 2 generated and compiled in %.1f s\n", nprogs, secs);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int run = 0;
+    for (int pi = 0; pi < nprogs; pi++) {
+        const prog *p = &progs[pi];
+        if (!wanted(p)) continue;
+        if (verbose) printf("B %d\n%s", pi, p->text);
+        scanfuse_fusion *f = NULL, *fr = NULL;
+        scanfuse_program *rp = compile_prog(p->reftext, SCANFUSE_DEVICE_REFERENCE, 1, NULL, &fr);
+        scanfuse_program *cp[2] = {NULL, NULL};
+        cp[1] = compile_prog(p->text, SCANFUSE_DEVICE_CUDA, 1, p->tune, &f);
+        scanfuse_fusion *f0 = NULL;
+        if (!p->no_unfused) cp[0] = compile_prog(p->text, SCANFUSE_DEVICE_CUDA, 0, p->tune, &f0);
+        bool ok = rp && scanfuse_program_status(rp) == SCANFUSE_OK && cp[1] &&
+                  scanfuse_program_status(cp[1]) == SCANFUSE_OK &&
+                  (!cp[0] || scanfuse_program_status(cp[0]) == SCANFUSE_OK);
+        if (!ok) {
+            char w[SF_ERR_LEN * 2];
+            snprintf(w, sizeof w, "compile: reference: %s; cuda: %s; cuda op by op: %s",
+                     rp ? scanfuse_program_error(rp) : scanfuse_fusion_error(fr),
+                     cp[1] ? scanfuse_program_error(cp[1]) : scanfuse_fusion_error(f),
+                     cp[0] ? scanfuse_program_error(cp[0]) : "-");
+            report(p, pi, 1, 0, w);
+            CHECK(false);
+        } else {
+            for (int layout = 0; layout < (p->expect != SCANFUSE_OK ? 1 : 3); layout++) run_prog(p, pi, layout, rp, cp, f);
+            run++;
+        }
+        scanfuse_program_free(rp);
+        scanfuse_program_free(cp[0]);
+        scanfuse_program_free(cp[1]);
+        scanfuse_fusion_free(f);
+        scanfuse_fusion_free(f0);
+        scanfuse_fusion_free(fr);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("part B: %d programs, %lld runs, %lld elements compared in %.1f s\n", run, n_cases_run,
+           n_compared, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+    if (!filter) {
+        bad_tensors();
+        determinism();
+        const char *b = getenv("SF_CUDA_TEST_BIG");
+        if (b && strcmp(b, "1") == 0) big();
+    }
+}
+
+int main(void) {
+    verbose = getenv("SF_CUDA_TEST_VERBOSE") && strcmp(getenv("SF_CUDA_TEST_VERBOSE"), "1") == 0;
+    filter = getenv("SF_CUDA_TEST_FILTER");
+    if (filter && !filter[0]) filter = NULL;
+    /* the op signatures are parsed on first use, without a lock: warm them up here,
+     * before part A's threads parse programs concurrently */
+    scanfuse_fusion_free(scanfuse_parse("input x: float32[2]\ny = cumsum(x, dim=0)\noutput y\n", NULL));
+    build_coverage();
+    part_a();
+    build_programs();
+    const char *g = getenv("SF_CUDA_TEST_GEN_ONLY");
+    if (g && strcmp(g, "1") == 0) { /* warm the kernel cache with part B's programs */
+        double secs;
+        compile_all(progs, nprogs, true, &secs);
+        printf("part B's %d programs x 2 generated and compiled in %.1f s\n", nprogs, secs);
+    } else {
+        part_b();
+    }
+    for (int i = 0; i < nprogs; i++) {
+        free(progs[i].text);
+        free(progs[i].reftext);
+    }
+    for (int i = 0; i < ncovs; i++) {
+        free(covs[i].text);
+        free(covs[i].reftext);
+    }
+    free(progs);
+    free(covs);
+    return sf_test_finish("test_cuda");
+}

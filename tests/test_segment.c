@@ -1,0 +1,824 @@
+/*
+ * test_segment.c — the segmenter and fused CPU execution.
+ *
+ *  1. Golden segmentations: every tests/golden/segments/NAME.sf and every
+ *     examples/NAME.sf is compiled (CPU, fused) and scanfuse_program_segments() must
+ *     equal tests/golden/segments/NAME.expected (example_NAME.expected for examples)
+ *     byte for byte: the kernel count, which ops share a kernel, what each reads and
+ *     writes.  Set SF_UPDATE_GOLDEN=1 to rewrite the expected files after a deliberate
+ *     change (then review the diff).
+ *  2. Structural checks of the must-not-fuse cases: a value read by two kernels is
+ *     computed by one kernel and written once; a reduction feeding a pointwise op of a
+ *     broadcast shape, and two scans, end up in different kernels; the chain of
+ *     issue 4 is one kernel that moves exactly the floor's bytes; the MoE examples meet
+ *     the kernel and byte targets of issue 4.
+ *  3. Fused runs give the same bytes as op-by-op runs (options.fuse = 0), for 1, 2 and
+ *     3 threads: on every golden program, every example, and on random programs of
+ *     pointwise ops, casts, scans and reductions over several shapes and dtypes, and
+ *     on random MoE-like programs (topk, histogram, counting sorts, gathers, rows
+ *     written on demand, out-of-range indices: the same error status), each set once
+ *     with tiles sized for the cache and once with tiny tiles (fixed seeds; a failure
+ *     prints the program).
+ */
+#include "harness.h"
+#include "sf.h"
+#include "cpu.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------ */
+/* helpers                                                                          */
+/* ------------------------------------------------------------------------------ */
+
+static char *read_text(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = '\0';
+    fclose(fp);
+    return s;
+}
+
+static bool write_text(const char *path, const char *text) {
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return false;
+    bool ok = fputs(text, fp) >= 0;
+    return fclose(fp) == 0 && ok;
+}
+
+static scanfuse_program *compile(const scanfuse_fusion *f, int fuse, int threads) {
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.fuse = fuse;
+    o.threads = threads;
+    return scanfuse_compile(f, &o);
+}
+
+/* One tensor of a run: owned contiguous memory and its DLPack description. */
+typedef struct tbuf {
+    scanfuse_dtype dt;
+    int ndim;
+    int64_t shape[SCANFUSE_MAX_DIMS];
+    size_t bytes;
+    unsigned char *data;
+    scanfuse_dl_tensor dl;
+} tbuf;
+
+static void tbuf_init(tbuf *t, scanfuse_dtype dt, int ndim, const int64_t *shape) {
+    memset(t, 0, sizeof *t);
+    t->dt = dt;
+    t->ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        t->shape[d] = shape[d];
+        n *= shape[d];
+    }
+    t->bytes = (size_t)n * scanfuse_dtype_size(dt);
+    t->data = calloc(t->bytes ? t->bytes : 1, 1);
+    t->dl.data = t->data;
+    t->dl.device.device_type = SCANFUSE_DL_CPU;
+    t->dl.ndim = ndim;
+    t->dl.dtype = scanfuse_dtype_to_dl(dt);
+    t->dl.shape = t->shape;
+    t->dl.strides = NULL;
+}
+
+/* Random contents: mostly moderate values, now and then a special one (zeros, signed
+ * zeros, infinities, NaN, large magnitudes) so that edge cases flow through too. */
+static void tbuf_fill(tbuf *t, sf_test_rng *r) {
+    int64_t n = (int64_t)(t->bytes / scanfuse_dtype_size(t->dt));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t u = sf_test_rng_next(r);
+        if (sf_dtype_is_float(t->dt)) {
+            double v = sf_test_rng_uniform(r) * 4.0 - 2.0;
+            switch (u % 97) {
+            case 0: v = 0.0; break;
+            case 1: v = -0.0; break;
+            case 2: v = INFINITY; break;
+            case 3: v = NAN; break;
+            case 4: v = 1e5; break;
+            default: break;
+            }
+            sf_store_f64(t->data, i, t->dt, v);
+        } else if (t->dt == SCANFUSE_BOOL) {
+            t->data[i] = (unsigned char)(u & 1u);
+        } else {
+            int64_t v = (int64_t)(u % 101) - (t->dt == SCANFUSE_UINT8 ? 0 : 50);
+            sf_store_i64(t->data, i, t->dt, v);
+        }
+    }
+}
+
+static void tbufs_free(tbuf *t, int n) {
+    for (int i = 0; i < n; i++) free(t[i].data);
+    free(t);
+}
+
+/* Runs f with the given inputs; returns the outputs (NULL when compile failed) and the
+ * run status in *st. */
+static tbuf *run_fusion(const scanfuse_fusion *f, tbuf *ins, int fuse, int threads,
+                        scanfuse_status *st, char *err, size_t errlen) {
+    scanfuse_program *p = compile(f, fuse, threads);
+    *st = scanfuse_program_status(p);
+    if (*st != SCANFUSE_OK) {
+        snprintf(err, errlen, "%s", scanfuse_program_error(p));
+        scanfuse_program_free(p);
+        return NULL;
+    }
+    int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
+    tbuf *outs = calloc((size_t)(nout ? nout : 1), sizeof *outs);
+    scanfuse_dl_tensor *din = calloc((size_t)(nin ? nin : 1), sizeof *din);
+    scanfuse_dl_tensor *dout = calloc((size_t)(nout ? nout : 1), sizeof *dout);
+    for (int i = 0; i < nin; i++) din[i] = ins[i].dl;
+    for (int i = 0; i < nout; i++) {
+        const char *name;
+        scanfuse_dtype dt;
+        int nd;
+        int64_t sh[SCANFUSE_MAX_DIMS];
+        scanfuse_fusion_output_info(f, i, &name, &dt, &nd, sh);
+        tbuf_init(&outs[i], dt, nd, sh);
+        memset(outs[i].data, 0xA5, outs[i].bytes); /* garbage, never read */
+        dout[i] = outs[i].dl;
+    }
+    *st = scanfuse_run(p, din, nin, dout, nout);
+    if (*st != SCANFUSE_OK) snprintf(err, errlen, "%s", scanfuse_program_error(p));
+    free(din);
+    free(dout);
+    scanfuse_program_free(p);
+    return outs;
+}
+
+/* Fused with 1, 2 and 3 threads against op by op: the same status, the same bytes.
+ * Returns false (after a failed check naming `what`) on a difference. */
+static bool compare_fused(const scanfuse_fusion *f, uint64_t seed, const char *what,
+                          const char *text) {
+    int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
+    tbuf *ins = calloc((size_t)(nin ? nin : 1), sizeof *ins);
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    for (int i = 0; i < nin; i++) {
+        const char *name;
+        scanfuse_dtype dt;
+        int nd;
+        int64_t sh[SCANFUSE_MAX_DIMS];
+        scanfuse_fusion_input_info(f, i, &name, &dt, &nd, sh);
+        tbuf_init(&ins[i], dt, nd, sh);
+        tbuf_fill(&ins[i], &r);
+    }
+    char err0[SF_ERR_LEN] = "", err1[SF_ERR_LEN] = "";
+    scanfuse_status st0, st1;
+    tbuf *ref = run_fusion(f, ins, 0, 1, &st0, err0, sizeof err0);
+    bool ok = ref != NULL;
+    CHECKF(ref != NULL, "%s: unfused compile failed: %s", what, err0);
+    static const int threads[] = {1, 2, 3};
+    for (int t = 0; t < 3 && ok; t++) {
+        tbuf *got = run_fusion(f, ins, 1, threads[t], &st1, err1, sizeof err1);
+        if (!got) {
+            CHECKF(0, "%s: fused compile failed: %s", what, err1);
+            ok = false;
+            break;
+        }
+        if (st0 != st1) {
+            CHECKF(0, "%s (threads %d): status %s fused vs %s unfused (%s / %s)\n%s", what,
+                   threads[t], scanfuse_status_string(st1), scanfuse_status_string(st0),
+                   err1, err0, text ? text : "");
+            ok = false;
+        } else if (st0 == SCANFUSE_OK) {
+            for (int o = 0; o < nout && ok; o++) {
+                if (memcmp(ref[o].data, got[o].data, ref[o].bytes) != 0) {
+                    size_t es = scanfuse_dtype_size(ref[o].dt), at = 0;
+                    while (at < ref[o].bytes && ref[o].data[at] == got[o].data[at]) at++;
+                    CHECKF(0, "%s (threads %d): output %d (%s) differs from the unfused run "
+                           "at element %zu\n%s", what, threads[t], o,
+                           scanfuse_dtype_name(ref[o].dt), at / es, text ? text : "");
+                    ok = false;
+                }
+            }
+        }
+        tbufs_free(got, nout);
+    }
+    if (ok) CHECK(1);
+    if (ref) tbufs_free(ref, nout);
+    tbufs_free(ins, nin);
+    return ok;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* 1. golden segmentations                                                          */
+/* ------------------------------------------------------------------------------ */
+
+static bool update_golden(void) {
+    const char *e = getenv("SF_UPDATE_GOLDEN");
+    return e && e[0] && strcmp(e, "0") != 0;
+}
+
+/* Does the file hold a line starting with `prefix`? */
+static bool file_has_line(const char *path, const char *prefix) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, fp)) found = strncmp(line, prefix, strlen(prefix)) == 0;
+    fclose(fp);
+    return found;
+}
+
+/* Compares (or rewrites) the segmentation of one .sf file; also runs it fused vs not,
+ * unless the file is marked too large for that ("# scanfuse-test: segments-only"; the
+ * random MoE programs below cover the same kernels at small sizes). */
+static void golden_one(const char *sf_path, const char *expected_path, uint64_t seed) {
+    scanfuse_fusion *f = scanfuse_parse_file(sf_path);
+    if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+        CHECKF(0, "%s: %s", sf_path, f ? scanfuse_fusion_error(f) : "cannot read");
+        scanfuse_fusion_free(f);
+        return;
+    }
+    scanfuse_program *p = compile(f, 1, 1);
+    char *got = scanfuse_program_segments(p);
+    CHECKF(got != NULL, "%s: no segments (%s)", sf_path, scanfuse_program_error(p));
+    if (got) {
+        if (update_golden()) {
+            CHECKF(write_text(expected_path, got), "cannot write %s", expected_path);
+        } else {
+            char *want = read_text(expected_path);
+            CHECKF(want != NULL, "%s: no golden file %s (SF_UPDATE_GOLDEN=1 writes it)",
+                   sf_path, expected_path);
+            if (want)
+                CHECKF(strcmp(want, got) == 0, "%s: segmentation differs from %s\n--- got:\n%s",
+                       sf_path, expected_path, got);
+            free(want);
+        }
+    }
+    scanfuse_free(got);
+    scanfuse_program_free(p);
+    if (!file_has_line(sf_path, "# scanfuse-test: segments-only"))
+        compare_fused(f, seed, sf_path, NULL);
+    scanfuse_fusion_free(f);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void test_golden(void) {
+    static const struct {
+        const char *dir, *prefix;
+    } dirs[] = {{SF_SOURCE_DIR "/tests/golden/segments", ""}, {SF_SOURCE_DIR "/examples", "example_"}};
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        DIR *d = opendir(dirs[k].dir);
+        CHECKF(d != NULL, "cannot open %s", dirs[k].dir);
+        if (!d) continue;
+        int seen = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!ends_with(e->d_name, ".sf")) continue;
+            char sfp[1024], exp[1024];
+            size_t stem = strlen(e->d_name) - 3;
+            snprintf(sfp, sizeof sfp, "%s/%s", dirs[k].dir, e->d_name);
+            snprintf(exp, sizeof exp, "%s/tests/golden/segments/%s%.*s.expected", SF_SOURCE_DIR,
+                     dirs[k].prefix, (int)stem, e->d_name);
+            golden_one(sfp, exp, 1000 + (uint64_t)seen);
+            seen++;
+        }
+        closedir(d);
+        CHECKF(seen >= 5, "%s: only %d programs", dirs[k].dir, seen);
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* 2. structure of the must-not-fuse cases                                          */
+/* ------------------------------------------------------------------------------ */
+
+static sf_program *compile_text(const char *text, scanfuse_fusion **fout) {
+    scanfuse_fusion *f = scanfuse_parse(text, "segment-test");
+    if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+        CHECKF(0, "parse: %s", f ? scanfuse_fusion_error(f) : "NULL");
+        scanfuse_fusion_free(f);
+        *fout = NULL;
+        return NULL;
+    }
+    *fout = f;
+    scanfuse_program *p = compile(f, 1, 1);
+    CHECKF(scanfuse_program_status(p) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(p));
+    return (sf_program *)p;
+}
+
+/* How many segments compute (not merely set up) value `name`, and how many write it. */
+static void count_value(const sf_program *p, const char *name, int *computes, int *writes,
+                        int *reads) {
+    const scanfuse_fusion *f = p->fusion;
+    int32_t id = sf_find_value(f, name);
+    *computes = *writes = *reads = 0;
+    CHECKF(id >= 0, "no value %s", name);
+    if (id < 0) return;
+    for (int s = 0; s < p->nsegments; s++) {
+        const sf_segment *seg = &p->segments[s];
+        for (int j = 0; j < seg->nnodes; j++) {
+            const sf_node *n = &f->nodes[seg->nodes[j]];
+            for (int k = 0; k < n->nout; k++) *computes += n->out[k] == id;
+        }
+        for (int o = 0; o < seg->noutputs; o++) *writes += seg->outputs[o] == id;
+        for (int i = 0; i < seg->ninputs; i++) *reads += seg->inputs[i] == id;
+    }
+}
+
+/* The segment that computes value `name` (or -1). */
+static int segment_of(const sf_program *p, const char *name) {
+    int32_t id = sf_find_value(p->fusion, name);
+    for (int s = 0; s < p->nsegments && id >= 0; s++)
+        for (int j = 0; j < p->segments[s].nnodes; j++) {
+            const sf_node *n = &p->fusion->nodes[p->segments[s].nodes[j]];
+            for (int k = 0; k < n->nout; k++)
+                if (n->out[k] == id) return s;
+        }
+    return -1;
+}
+
+static void test_structure(void) {
+    scanfuse_fusion *f;
+    sf_program *p;
+    int computes, writes, reads;
+
+    /* the chain: one kernel, moved == floor, intermediates never written */
+    p = compile_text("input x: bfloat16[64, 4096]\ninput w: float32[4096]\n"
+                     "t = mul(cast(x, float32), w)\nc = cumsum(t, dim=-1)\n"
+                     "y = cast(c, bfloat16)\noutput y\n", &f);
+    if (p) {
+        CHECK_EQ_INT(p->nsegments, 1);
+        CHECK_EQ_INT(p->segments[0].kind, SF_SEG_SCAN);
+        CHECK_EQ_INT(scanfuse_program_moved_bytes((scanfuse_program *)p),
+                     scanfuse_program_floor_bytes((scanfuse_program *)p));
+        CHECK_EQ_INT(p->segments[0].noutputs, 1);
+        CHECK_EQ_INT(p->segments[0].ninputs, 2);
+    }
+    scanfuse_program_free((scanfuse_program *)p);
+    scanfuse_fusion_free(f);
+
+    /* a value read by two kernels: computed once, written once, read once */
+    p = compile_text("input x: float32[256, 512]\na = exp(x)\ns0 = cumsum(a, dim=0)\n"
+                     "s1 = cumsum(a, dim=1)\noutput s0, s1\n", &f);
+    if (p) {
+        CHECK_EQ_INT(p->nsegments, 2);
+        count_value(p, "a", &computes, &writes, &reads);
+        CHECK_EQ_INT(computes, 1);
+        CHECK_EQ_INT(writes, 1);
+        CHECK_EQ_INT(reads, 1);
+        CHECK(segment_of(p, "a") == segment_of(p, "s0"));
+        CHECK(segment_of(p, "s1") != segment_of(p, "s0"));
+    }
+    scanfuse_program_free((scanfuse_program *)p);
+    scanfuse_fusion_free(f);
+
+    /* the same with two opaque consumers */
+    p = compile_text("input x: float32[8, 16]\ninput w: float32[16, 4]\nh = silu(x)\n"
+                     "y1 = matmul(h, w)\ny2 = matmul(h, w)\noutput y1, y2\n", &f);
+    if (p) {
+        CHECK_EQ_INT(p->nsegments, 3);
+        count_value(p, "h", &computes, &writes, &reads);
+        CHECK_EQ_INT(computes, 1);
+        CHECK_EQ_INT(writes, 1);
+        CHECK_EQ_INT(reads, 2);
+    }
+    scanfuse_program_free((scanfuse_program *)p);
+    scanfuse_fusion_free(f);
+
+    /* a reduction feeding a pointwise op over a broadcast shape: two kernels */
+    p = compile_text("input x: float32[128, 1024]\ns = sum(x, dim=1, keepdim=true)\n"
+                     "y = div(x, s)\noutput y\n", &f);
+    if (p) {
+        CHECK_EQ_INT(p->nsegments, 2);
+        CHECK(segment_of(p, "s") != segment_of(p, "y"));
+        count_value(p, "s", &computes, &writes, &reads);
+        CHECK_EQ_INT(writes, 1);
+    }
+    scanfuse_program_free((scanfuse_program *)p);
+    scanfuse_fusion_free(f);
+
+    /* ... while a pointwise op over the reduction's own shape is its epilogue */
+    p = compile_text("input x: float32[128, 1024]\ns = sum(x, dim=1)\n"
+                     "y = sqrt(s)\noutput y\n", &f);
+    if (p) CHECK_EQ_INT(p->nsegments, 1);
+    scanfuse_program_free((scanfuse_program *)p);
+    scanfuse_fusion_free(f);
+
+    /* two scans along different dims: two kernels, the first writes its result */
+    p = compile_text("input x: float32[128, 256]\na = cumsum(x, dim=1)\n"
+                     "b = cumsum(a, dim=0)\noutput b\n", &f);
+    if (p) {
+        CHECK_EQ_INT(p->nsegments, 2);
+        count_value(p, "a", &computes, &writes, &reads);
+        CHECK_EQ_INT(writes, 1);
+    }
+    scanfuse_program_free((scanfuse_program *)p);
+    scanfuse_fusion_free(f);
+
+    /* fuse = 0: one kernel per node, weak scalars folded */
+    f = scanfuse_parse("input x: float32[4, 8]\ny = add(cumsum(mul(x, 2), dim=1), 1)\noutput y\n",
+                       "t");
+    scanfuse_program *q = compile(f, 0, 1);
+    CHECK_EQ_INT(scanfuse_program_num_kernels(q), 3);
+    scanfuse_program_free(q);
+    q = compile(f, 1, 1);
+    CHECK_EQ_INT(scanfuse_program_num_kernels(q), 1);
+    scanfuse_program_free(q);
+    scanfuse_fusion_free(f);
+}
+
+/* The targets of issue 4 on both MoE examples: at most 4 kernels in all, the routing
+ * (topk through the inverse permutation) in at most 2, the count, the cumsum and the
+ * permutation in one, and bytes moved at most 1.2 x the floor. */
+static void test_moe_targets(void) {
+    static const char *const files[] = {SF_SOURCE_DIR "/examples/moe_routing.sf",
+                                        SF_SOURCE_DIR "/examples/moe_routing_deepseek.sf"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        scanfuse_fusion *f = scanfuse_parse_file(files[k]);
+        CHECKF(f && scanfuse_fusion_status(f) == SCANFUSE_OK, "%s: %s", files[k],
+               f ? scanfuse_fusion_error(f) : "cannot read");
+        if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+            scanfuse_fusion_free(f);
+            continue;
+        }
+        sf_program *p = (sf_program *)compile(f, 1, 1);
+        CHECKF(p->status == SCANFUSE_OK, "%s: %s", files[k], p->error);
+        if (p->status == SCANFUSE_OK) {
+            CHECKF(p->nsegments <= 4, "%s: %d kernels", files[k], p->nsegments);
+            static const char *const routing[] = {"expert", "counts", "offsets", "starts",
+                                                  "aligned", "perm", "inverse"};
+            bool seen[64] = {false};
+            int nrouting = 0;
+            for (size_t r = 0; r < sizeof routing / sizeof routing[0]; r++) {
+                int s = segment_of(p, routing[r]);
+                CHECKF(s >= 0 && s < 64, "%s: %s not computed", files[k], routing[r]);
+                if (s >= 0 && s < 64 && !seen[s]) {
+                    seen[s] = true;
+                    nrouting++;
+                }
+            }
+            CHECKF(nrouting <= 2, "%s: the routing takes %d kernels", files[k], nrouting);
+            CHECK(segment_of(p, "counts") == segment_of(p, "offsets"));
+            CHECK(segment_of(p, "offsets") == segment_of(p, "perm"));
+            int64_t moved = scanfuse_program_moved_bytes((scanfuse_program *)p);
+            int64_t floor_b = scanfuse_program_floor_bytes((scanfuse_program *)p);
+            CHECKF((double)moved <= 1.2 * (double)floor_b, "%s: moves %lld bytes, floor %lld",
+                   files[k], (long long)moved, (long long)floor_b);
+        }
+        scanfuse_program_free((scanfuse_program *)p);
+        scanfuse_fusion_free(f);
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* 3. random programs                                                               */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct gval {
+    char name[16];
+    scanfuse_dtype dt;
+    int ndim;
+    int64_t shape[SCANFUSE_MAX_DIMS];
+} gval;
+
+typedef struct gen {
+    sf_test_rng *r;
+    char text[8192];
+    size_t len;
+    gval vals[64];
+    int nvals;
+} gen;
+
+static void gput(gen *g, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void gput(gen *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(g->text + g->len, sizeof g->text - g->len, fmt, ap);
+    va_end(ap);
+    if (n > 0) g->len += (size_t)n < sizeof g->text - g->len ? (size_t)n : 0;
+}
+
+static int64_t rnd(gen *g, int64_t lo, int64_t hi) { return sf_test_rng_int(g->r, lo, hi); }
+
+static const scanfuse_dtype all_dts[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8,
+                                         SCANFUSE_INT16, SCANFUSE_INT32, SCANFUSE_INT64,
+                                         SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32,
+                                         SCANFUSE_FLOAT64};
+
+static scanfuse_dtype rnd_dt(gen *g, bool floats_mostly) {
+    if (floats_mostly && rnd(g, 0, 2) > 0) return all_dts[rnd(g, 6, 9)];
+    return all_dts[rnd(g, 0, 9)];
+}
+
+static void shape_text(const gval *v, char *buf, size_t n) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int d = 0; d < v->ndim; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+    snprintf(buf + k, n - k, "]");
+}
+
+static gval *add_val(gen *g, scanfuse_dtype dt, int ndim, const int64_t *shape) {
+    gval *v = &g->vals[g->nvals];
+    snprintf(v->name, sizeof v->name, "v%d", g->nvals);
+    v->dt = dt;
+    v->ndim = ndim;
+    for (int d = 0; d < ndim; d++) v->shape[d] = shape[d];
+    g->nvals++;
+    return v;
+}
+
+/* A random earlier value; prefers the later ones (chains). */
+static gval *pick(gen *g) {
+    int64_t back = rnd(g, 0, g->nvals - 1); /* two statements: a fixed call order */
+    int64_t i = g->nvals - 1 - back / rnd(g, 1, 2);
+    return &g->vals[i];
+}
+
+/* A value broadcast-compatible with a (same shape, or smaller with 1s / fewer dims). */
+static gval *pick_partner(gen *g, const gval *a) {
+    for (int tries = 0; tries < 8; tries++) {
+        gval *b = pick(g);
+        if (b->ndim > a->ndim) continue;
+        bool ok = true;
+        for (int d = 0; d < b->ndim; d++) {
+            int64_t sb = b->shape[d], sa = a->shape[a->ndim - b->ndim + d];
+            ok &= sb == sa || sb == 1;
+        }
+        if (ok) return b;
+    }
+    return (gval *)a;
+}
+
+/* Generates one program: a few inputs, 4-10 ops, 1-3 outputs. */
+static void gen_program(gen *g, int shape_class) {
+    static const int64_t shapes[][4] = {{2, 37, 530}, {3, 3, 50, 64}, {1, 20000}, {3, 2, 1, 3000},
+                                        {2, 300, 257}, {3, 0, 5, 7}};
+    const int64_t *sh = shapes[shape_class % 6];
+    int nd = (int)sh[0];
+    int64_t S[SCANFUSE_MAX_DIMS];
+    for (int d = 0; d < nd; d++) S[d] = sh[d + 1];
+    g->len = 0;
+    g->nvals = 0;
+    char sb[96];
+    /* inputs: x and z of the full shape, w along the last dim, r a row-reduced shape */
+    gval *x = add_val(g, rnd_dt(g, true), nd, S);
+    shape_text(x, sb, sizeof sb);
+    gput(g, "input v0: %s%s\n", scanfuse_dtype_name(x->dt), sb);
+    gval *z = add_val(g, rnd_dt(g, false), nd, S);
+    shape_text(z, sb, sizeof sb);
+    gput(g, "input v1: %s%s\n", scanfuse_dtype_name(z->dt), sb);
+    int64_t last = S[nd - 1];
+    gval *w = add_val(g, rnd_dt(g, true), 1, &last);
+    shape_text(w, sb, sizeof sb);
+    gput(g, "input v2: %s%s\n", scanfuse_dtype_name(w->dt), sb);
+
+    static const char *un_any[] = {"abs", "neg", "relu", "floor", "logical_not", "isnan"};
+    static const char *un_float[] = {"exp", "sigmoid", "tanh", "sqrt", "log1p", "silu", "rsqrt"};
+    static const char *bin[] = {"add", "mul", "sub", "maximum", "minimum", "div", "lt", "eq",
+                                "ge", "logical_and", "pow", "remainder"};
+    static const char *scans[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    static const char *reds[] = {"sum", "prod", "max", "min", "mean", "argmax", "argmin"};
+    int nops = (int)rnd(g, 4, 10);
+    for (int k = 0; k < nops && g->nvals < 60; k++) {
+        gval *a = pick(g);
+        char nm[16];
+        snprintf(nm, sizeof nm, "v%d", g->nvals);
+        int kind = (int)rnd(g, 0, 9);
+        bool fa = sf_dtype_is_float(a->dt);
+        if (kind <= 1) { /* unary */
+            const char *op = fa && rnd(g, 0, 1) ? un_float[rnd(g, 0, 6)] : un_any[rnd(g, 0, 5)];
+            scanfuse_dtype rd = fa || strcmp(op, "exp") ? a->dt : SCANFUSE_FLOAT32;
+            if (!strcmp(op, "logical_not") || !strcmp(op, "isnan")) rd = SCANFUSE_BOOL;
+            if (a->dt == SCANFUSE_BOOL && rd != SCANFUSE_BOOL) op = "logical_not", rd = SCANFUSE_BOOL;
+            if (!fa && rd != SCANFUSE_BOOL && !strcmp(op, "neg") && a->dt == SCANFUSE_BOOL) continue;
+            gput(g, "%s = %s(%s)\n", nm, op, a->name);
+            add_val(g, rd, a->ndim, a->shape);
+        } else if (kind == 2) { /* cast */
+            scanfuse_dtype to = rnd_dt(g, false);
+            gput(g, "%s = cast(%s, %s)\n", nm, a->name, scanfuse_dtype_name(to));
+            add_val(g, to, a->ndim, a->shape);
+        } else if (kind <= 4) { /* binary with a partner or a literal */
+            const char *op = bin[rnd(g, 0, 11)];
+            bool lit = rnd(g, 0, 3) == 0;
+            gval *b = lit ? NULL : pick_partner(g, a);
+            scanfuse_dtype rd = lit ? a->dt : scanfuse_dtype_promote(a->dt, b->dt);
+            bool cmp = !strcmp(op, "lt") || !strcmp(op, "eq") || !strcmp(op, "ge") ||
+                       !strcmp(op, "logical_and");
+            if (rd == SCANFUSE_BOOL && !cmp && strcmp(op, "add") && strcmp(op, "mul") &&
+                strcmp(op, "maximum") && strcmp(op, "minimum"))
+                op = "logical_and", cmp = true;
+            if (!sf_dtype_is_float(rd) && (!strcmp(op, "remainder") || !strcmp(op, "pow")))
+                op = "mul";
+            if (!strcmp(op, "div") && !sf_dtype_is_float(rd)) rd = SCANFUSE_FLOAT32;
+            if (cmp) rd = SCANFUSE_BOOL;
+            bool half = rnd(g, 0, 1);
+            if (lit) {
+                gput(g, "%s = %s(%s, %s)\n", nm, op, a->name, half ? "0.5" : "3");
+                /* "0.5" with an integer tensor gives float32; "3" keeps its dtype
+                 * (bool + 3 is int64) */
+                if (!cmp && !sf_dtype_is_float(a->dt))
+                    rd = half || !strcmp(op, "div") ? SCANFUSE_FLOAT32
+                                                    : (a->dt == SCANFUSE_BOOL ? SCANFUSE_INT64 : a->dt);
+            } else {
+                gput(g, "%s = %s(%s, %s)\n", nm, op, a->name, b->name);
+            }
+            add_val(g, rd, a->ndim, a->shape);
+        } else if (kind == 5) { /* where */
+            gval *b = pick_partner(g, a);
+            gput(g, "%s = where(gt(%s, 0), %s, %s)\n", nm, a->name, a->name, b->name);
+            add_val(g, scanfuse_dtype_promote(a->dt, b->dt), a->ndim, a->shape);
+        } else if (kind <= 7) { /* scan */
+            if (a->ndim == 0) continue;
+            const char *op = scans[rnd(g, 0, fa ? 4 : 3)];
+            int dim = (int)rnd(g, 0, a->ndim - 1);
+            const char *ex = rnd(g, 0, 2) == 0 ? ", exclusive=true" : "";
+            const char *rv = rnd(g, 0, 3) == 0 ? ", reverse=true" : "";
+            bool two = !strcmp(op, "cummax") || !strcmp(op, "cummin");
+            scanfuse_dtype rd = a->dt;
+            if (!strcmp(op, "cumsum") || !strcmp(op, "cumprod")) {
+                if (!fa) rd = SCANFUSE_INT64;
+                if (rnd(g, 0, 3) == 0) {
+                    rd = all_dts[rnd(g, 4, 9)];
+                    gput(g, "%s = %s(%s, dim=%d, dtype=%s%s%s)\n", nm, op, a->name, dim,
+                         scanfuse_dtype_name(rd), ex, rv);
+                } else {
+                    gput(g, "%s = %s(%s, dim=%d%s%s)\n", nm, op, a->name, dim, ex, rv);
+                }
+                add_val(g, rd, a->ndim, a->shape);
+            } else if (two) {
+                gput(g, "%s, v%d = %s(%s, dim=%d%s%s)\n", nm, g->nvals + 1, op, a->name, dim, ex, rv);
+                add_val(g, rd, a->ndim, a->shape);
+                add_val(g, SCANFUSE_INT64, a->ndim, a->shape);
+            } else {
+                gput(g, "%s = %s(%s, dim=%d%s%s)\n", nm, op, a->name, dim, ex, rv);
+                add_val(g, rd, a->ndim, a->shape);
+            }
+        } else { /* reduction */
+            if (a->ndim == 0) continue;
+            const char *op = reds[rnd(g, 0, fa ? 6 : 5)];
+            if (!strcmp(op, "mean") && !fa) op = "sum";
+            bool keep = rnd(g, 0, 1);
+            bool arg = !strcmp(op, "argmax") || !strcmp(op, "argmin");
+            int d0 = (int)rnd(g, 0, a->ndim - 1);
+            int d1 = a->ndim > 1 && !arg && rnd(g, 0, 2) == 0 ? (d0 + 1) % a->ndim : -1;
+            int64_t rs[SCANFUSE_MAX_DIMS];
+            int rn = 0;
+            for (int d = 0; d < a->ndim; d++) {
+                if (d == d0 || d == d1) {
+                    if (keep) rs[rn++] = 1;
+                } else {
+                    rs[rn++] = a->shape[d];
+                }
+            }
+            if ((a->ndim > 0 && a->shape[d0] == 0 && (arg || !strcmp(op, "max") || !strcmp(op, "min"))))
+                continue; /* no identity for an empty reduction */
+            if (d1 >= 0 && a->shape[d1] == 0 && (!strcmp(op, "max") || !strcmp(op, "min"))) continue;
+            scanfuse_dtype rd = a->dt;
+            if (arg) rd = SCANFUSE_INT64;
+            else if ((!strcmp(op, "sum") || !strcmp(op, "prod")) && !fa) rd = SCANFUSE_INT64;
+            if (arg)
+                gput(g, "%s = %s(%s, dim=%d%s)\n", nm, op, a->name, d0, keep ? ", keepdim=true" : "");
+            else if (d1 >= 0)
+                gput(g, "%s = %s(%s, dim=[%d, %d]%s)\n", nm, op, a->name, d0, d1,
+                     keep ? ", keepdim=true" : "");
+            else
+                gput(g, "%s = %s(%s, dim=%d%s)\n", nm, op, a->name, d0, keep ? ", keepdim=true" : "");
+            add_val(g, rd, rn, rs);
+        }
+    }
+    /* outputs: the last value and up to two others (not inputs) */
+    gput(g, "output v%d", g->nvals - 1);
+    for (int k = 0; k < 2; k++) {
+        int i = (int)rnd(g, 3, g->nvals - 1);
+        if (i < g->nvals - 1 && rnd(g, 0, 1)) gput(g, ", v%d", i);
+    }
+    gput(g, "\n");
+}
+
+/* A random MoE-like program: routing (topk, scores, histogram, cumsum, counting
+ * sorts, inverse), rows gathered through a permutation (lazily written when their only
+ * reader is the combine), a combine over the k slots; variants add a gather with raw,
+ * possibly out-of-range indices, a second reader of the permuted rows, scans. */
+static void gen_index_program(gen *g) {
+    static const int64_t Ts[] = {5, 37, 64, 200}, Es[] = {4, 16, 33}, Hs[] = {3, 100, 700};
+    static const scanfuse_dtype ldts[] = {SCANFUSE_FLOAT32, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT16,
+                                          SCANFUSE_INT32};
+    static const scanfuse_dtype hdts[] = {SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT16,
+                                          SCANFUSE_INT16, SCANFUSE_FLOAT64};
+    int64_t T = Ts[rnd(g, 0, 3)], E = Es[rnd(g, 0, 2)], H = Hs[rnd(g, 0, 2)];
+    int64_t K = rnd(g, 1, E < 3 ? E : 3);
+    scanfuse_dtype ld = ldts[rnd(g, 0, 3)], hd = hdts[rnd(g, 0, 4)];
+    const char *ln = scanfuse_dtype_name(ld), *hn = scanfuse_dtype_name(hd);
+    g->len = 0;
+    gput(g, "input logits: %s[%lld, %lld]\n", ln, (long long)T, (long long)E);
+    gput(g, "input h: %s[%lld, %lld]\n", hn, (long long)T, (long long)H);
+    gput(g, "input raw: int64[%lld]\n", (long long)T);
+    gput(g, "v, e = topk(logits, %lld, dim=1)\n", (long long)K);
+    gput(g, "w = sigmoid(cast(v, float32))\n");
+    gput(g, "pairs = reshape(e, [%lld])\n", (long long)(T * K));
+    gput(g, "counts = bincount(pairs, minlength=%lld)\n", (long long)E);
+    gput(g, "off = cumsum(counts, dim=0, dtype=int32%s)\n", rnd(g, 0, 1) ? ", exclusive=true" : "");
+    gput(g, "perm = argsort(pairs, stable=true)\n");
+    gput(g, "inv = argsort(perm, stable=true)\n");
+    gput(g, "tok = floor_divide(perm, %lld)\n", (long long)K);
+    gput(g, "p = index_select(h, 0, tok)\n");
+    gput(g, "g = take_along_dim(reshape(p, [%lld, 1, %lld]), reshape(inv, [%lld, %lld, 1]), dim=0)\n",
+         (long long)(T * K), (long long)H, (long long)T, (long long)K);
+    switch (rnd(g, 0, 3)) {
+    case 0: /* the combine */
+        gput(g, "o = cast(sum(mul(g, reshape(w, [%lld, %lld, 1])), dim=1), %s)\n", (long long)T,
+             (long long)K, hn);
+        break;
+    case 1: /* a scan over the slots instead */
+        gput(g, "o = cumsum(mul(g, reshape(w, [%lld, %lld, 1])), dim=1)\n", (long long)T, (long long)K);
+        break;
+    case 2: /* pointwise only */
+        gput(g, "o = maximum(g, 0)\n");
+        break;
+    default: /* max over the hidden dim */
+        gput(g, "o = max(add(g, 1), dim=2)\n");
+        break;
+    }
+    if (rnd(g, 0, 2) == 0) gput(g, "extra = sum(p, dim=1)\n"); /* a second reader of p */
+    else gput(g, "extra = index_select(h, 0, raw)\n");         /* bad indices, sometimes */
+    gput(g, "output o, off, extra%s\n", rnd(g, 0, 1) ? ", p" : "");
+}
+
+static void test_random_index(uint64_t seed) {
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    int built = 0, failed = 0;
+    for (int i = 0; i < 60 && failed < 5; i++) {
+        gen g;
+        memset(&g, 0, sizeof g);
+        g.r = &r;
+        gen_index_program(&g);
+        scanfuse_fusion *f = scanfuse_parse(g.text, "random-index");
+        CHECKF(f && scanfuse_fusion_status(f) == SCANFUSE_OK, "index program %d: %s\n%s", i,
+               f ? scanfuse_fusion_error(f) : "NULL", g.text);
+        if (f && scanfuse_fusion_status(f) == SCANFUSE_OK) {
+            built++;
+            char what[64];
+            snprintf(what, sizeof what, "index program %d", i);
+            if (!compare_fused(f, 500 + (uint64_t)i, what, g.text)) failed++;
+        }
+        scanfuse_fusion_free(f);
+    }
+    printf("random index programs: %d built\n", built);
+}
+
+static void test_random(uint64_t seed) {
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    int built = 0, tried = 0, failed = 0;
+    for (int i = 0; i < 360 && failed < 5; i++) {
+        gen g;
+        memset(&g, 0, sizeof g);
+        g.r = &r;
+        gen_program(&g, i);
+        tried++;
+        scanfuse_fusion *f = scanfuse_parse(g.text, "random");
+        if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+            /* the generator does not model every dtype rule; skip what does not build */
+            scanfuse_fusion_free(f);
+            continue;
+        }
+        built++;
+        char what[64];
+        snprintf(what, sizeof what, "random program %d", i);
+        if (!compare_fused(f, 77 + (uint64_t)i, what, g.text)) failed++;
+        scanfuse_fusion_free(f);
+    }
+    CHECKF(built * 10 >= tried * 7, "only %d of %d random programs built", built, tried);
+    printf("random programs: %d built of %d\n", built, tried);
+}
+
+int main(void) {
+    test_structure();
+    test_moe_targets();
+    test_golden();
+    test_random(20251201);
+    test_random_index(31337);
+    /* again with tiny tiles: many tiles per kernel, chunks shorter than rows, every
+     * worker busy */
+    sf_cpu_fused_tile_elems = 96;
+    test_random(4242);
+    test_random_index(7);
+    test_golden();
+    sf_cpu_fused_tile_elems = 0;
+    return sf_test_finish("test_segment");
+}
