@@ -197,9 +197,12 @@ def ref_cumsum(x, dim, out_dtype):
     return torch.cumsum(x.long(), dim)
 
 
-def check(name, y, ref, dtype):
-    """Largest error of y against a float64/int64 reference, in ulps of the output dtype
-    where it matters; raises when out of the accuracy target."""
+def check(name, y, ref, dtype, mag=None):
+    """The accuracy target of DESIGN.md §1 against a float64/int64 reference: every output
+    within 1 ulp of the exact result, or within 2^-40 * sum|x| (mag, the prefix sums of
+    |x|) under cancellation.  Returns the largest error in ulps among the outputs that
+    the 1-ulp clause covers (the others pass through the cancellation clause); raises
+    when an output meets neither."""
     if not dtype.is_floating_point:
         bad = (y.long() != ref.to(dtype).long()).sum().item()
         if bad:
@@ -208,11 +211,14 @@ def check(name, y, ref, dtype):
     yd = y.double()
     err = (yd - ref).abs()
     finfo = torch.finfo(dtype)
-    # ulp of the exact value in the output dtype (spacing at |ref|)
     ulp = torch.where(ref.abs() < finfo.tiny, torch.full_like(ref, finfo.tiny * finfo.eps),
                       torch.pow(2.0, torch.floor(torch.log2(ref.abs().clamp_min(finfo.tiny)))) * finfo.eps)
-    rel = (err / ulp).max().item()
-    return rel
+    ok_ulp = err <= ulp
+    ok_mag = err <= mag * 2.0 ** -40 if mag is not None else torch.zeros_like(ok_ulp)
+    bad = (~(ok_ulp | ok_mag)).sum().item()
+    if bad:
+        raise RuntimeError(f"{name}: {bad} outputs miss the accuracy target")
+    return (err / ulp)[~ok_mag].max().item() if (~ok_mag).any() else 0.0
 
 
 CASES = [
@@ -240,6 +246,11 @@ CASES = [
     ("bool [2048,128] d0", torch.bool, (2048, 128), 0, torch.int64),
 ]
 
+QUICK = {"1d f32 2^28", "1d f16 2^28", "1d i32->i64 2^28", "1d i64 2^28", "f32 [4096,4096] d0",
+         "f32 [4096,4096] d1", "bf16 [4096,4096] d0", "bf16 [4096,4096] d1", "f32 [64,131072] d1",
+         "f16 [32,2^20] d1", "f32 [2048,128] d0", "f32 [2048,128] d1", "bf16 [2048,128] d0",
+         "bf16 [2048,128] d1"}
+
 COMPILE_LABELS = {"1d f32 2^28", "f32 [4096,4096] d0", "f32 [2048,128] d0", "bf16 [2048,128] d0",
                   "f32 [64,131072] d1"}
 
@@ -255,7 +266,9 @@ def run_case(sf, stream, label, dtype, shape, dim, odt, args, copy, gen, out_row
     with torch.cuda.stream(stream):
         prog()
     stream.synchronize()
-    err_ulps = check(label, y, ref_cumsum(x, dim, odt), odt)
+    mag = torch.cumsum(x.double().abs(), dim) if odt.is_floating_point else None
+    err_ulps = check(label, y, ref_cumsum(x, dim, odt), odt, mag)
+    del mag
     nbytes = x.numel() * x.element_size() + y.numel() * y.element_size()
     t_sf = time_calls(prog, stream, args.repeat)
     t_sfg = time_graph(prog, stream) if args.graph else None
@@ -294,7 +307,7 @@ def fused_case(sf, stream, args, copy, gen, out_rows):
         prog()
     stream.synchronize()
     ref = torch.cumsum(x.double() * w.double(), 1)
-    err = check("fused", y, ref, torch.bfloat16)
+    err = check("fused", y, ref, torch.bfloat16, torch.cumsum((x.double() * w.double()).abs(), 1))
     nbytes = 3 * n * n * 2
     t_sf = time_calls(prog, stream, args.repeat)
     t_sfg = time_graph(prog, stream) if args.graph else None
@@ -377,15 +390,18 @@ def determinism(sf, stream, gen, out_rows, n=1 << 28, runs=10):
     x = torch.randn(n, device="cuda", generator=gen)
     y = torch.empty_like(x)
     prog.bind([x], [y])
-    hashes = []
+    first, same = None, True
     for _ in range(runs):
         with torch.cuda.stream(stream):
             y.fill_(float("nan"))
             prog()
         stream.synchronize()
-        hashes.append(hashlib.sha256(y.view(torch.int32).cpu().numpy().tobytes()).hexdigest()[:16])
-    out_rows.append({"determinism": f"float32 [{n}] cumsum x {runs}", "identical": len(set(hashes)) == 1,
-                     "hashes": sorted(set(hashes))})
+        if first is None:
+            first = y.clone()
+        else:  # bit for bit (NaN-free data)
+            same = same and bool(torch.equal(y.view(torch.int32), first.view(torch.int32)))
+    digest = hashlib.sha256(first.view(torch.int32)[:: 4096].cpu().numpy().tobytes()).hexdigest()[:16]
+    out_rows.append({"determinism": f"float32 [{n}] cumsum x {runs}", "identical": same, "sample_hash": digest})
 
 
 def main():
@@ -398,6 +414,7 @@ def main():
     ap.add_argument("--graph", action="store_true", help="also time scanfuse by CUDA graph replay")
     ap.add_argument("--only", default="", help="run the cases whose label contains this")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--quick", action="store_true", help="the main cases of issue 5's table only")
     args = ap.parse_args()
     sf = Scanfuse(args.lib, json.loads(open(args.offsets).read()))
     stream = torch.cuda.Stream()
@@ -407,7 +424,7 @@ def main():
     copy = copy_gbps(stream)
     print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, copy {copy:.0f} GB/s", flush=True)
     for c in CASES:
-        if args.only and args.only not in c[0]:
+        if (args.only and args.only not in c[0]) or (args.quick and c[0] not in QUICK):
             continue
         try:
             r = run_case(sf, stream, *c, args, copy, gen, rows)
@@ -426,7 +443,7 @@ def main():
         except Exception as e:
             print(f"fused: FAILED: {e}", flush=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for ex in ["moe_routing", "moe_routing_deepseek", "moe_slots"]:
+    for ex in (["moe_routing"] if args.quick else ["moe_routing", "moe_routing_deepseek", "moe_slots"]):
         path = os.path.join(root, "examples", ex + ".sf")
         if (not args.only or "moe" in args.only) and os.path.exists(path):
             try:

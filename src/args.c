@@ -25,6 +25,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,7 +399,6 @@ static scanfuse_status lex_value(lexer *lx, const char *key, sf_arg *out) {
 /* ------------------------------------------------------------------------------ */
 
 static sf_signature sig_table[SF_NUM_OPS];
-static bool sig_parsed;
 
 static sf_pkind parse_pkind(const char *s, size_t n) {
     static const struct {
@@ -446,12 +446,16 @@ static void parse_signature(const char *text, sf_signature *sig) {
     }
 }
 
+static void parse_all_signatures(void) {
+    for (int i = 0; i < SF_NUM_OPS; i++) parse_signature(sf_op_table[i].signature, &sig_table[i]);
+}
+
+/* pthread_once: fusions may be built from several threads at once. */
+static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
+
 const sf_signature *sf_op_signature(sf_op op) {
     if ((int)op < 0 || op >= SF_NUM_OPS) return NULL;
-    if (!sig_parsed) {
-        for (int i = 0; i < SF_NUM_OPS; i++) parse_signature(sf_op_table[i].signature, &sig_table[i]);
-        sig_parsed = true;
-    }
+    pthread_once(&sig_once, parse_all_signatures);
     return &sig_table[op];
 }
 

@@ -47,9 +47,10 @@
 /* Scans that move fewer bytes run on the calling thread: waking workers costs more.
  * A variable so tests can spread small scans over threads. */
 int64_t sf_cpu_scan_mt_min_bytes = (int64_t)1 << 20;
-/* Outputs at least this large are written with non-temporal stores (they cannot stay
- * in the last-level cache anyway, and skipping the read-for-ownership saves a third
- * of the DRAM traffic).  A variable for measurements. */
+/* Outputs at least this large are written with non-temporal stores by the column and
+ * chained-partition paths (they cannot stay in the last-level cache anyway, and
+ * skipping the read-for-ownership saves a third of the DRAM traffic; measured to lose
+ * on whole-row scans).  A variable for measurements. */
 int64_t sf_cpu_scan_nt_min_bytes = (int64_t)16 << 20;
 /* Elements gathered per kernel call for rows whose input stride is not 1. */
 #define SCAN_GATHER (4 * SF_SCAN_BLOCK * 16)
@@ -446,17 +447,25 @@ static scarry carry_init(const row_job *j) {
 
 /* Copies logical [a, b) of a row whose input stride is not 1 into tmp, in the order
  * the kernels read it (reversed for a reverse scan; see row_range). */
+#define GATHER_LOOP(ES)                                                                \
+    for (int64_t q = qa; q < b; q++) {                                                 \
+        int64_t orig = j->rev ? n - 1 - q + ex : q - ex;                               \
+        int64_t ti = j->rev ? b - 1 - q : q - a;                                       \
+        memcpy(t + ti * ES, x + (io + orig * j->in_d) * ES, ES);                       \
+    }
+
 static void gather_row(const row_job *j, int64_t io, int64_t a, int64_t b, void *tmp) {
     int64_t n = j->n, ex = j->excl ? 1 : 0, qa = a > ex ? a : ex;
-    size_t es = scanfuse_dtype_size(j->in->dtype);
     const char *x = (const char *)j->in->data;
     char *t = (char *)tmp;
-    for (int64_t q = qa; q < b; q++) {
-        int64_t orig = j->rev ? n - 1 - q + ex : q - ex;
-        int64_t ti = j->rev ? b - 1 - q : q - a;
-        memcpy(t + ti * (int64_t)es, x + (io + orig * j->in_d) * (int64_t)es, es);
+    switch (scanfuse_dtype_size(j->in->dtype)) { /* fixed sizes: the copies inline */
+    case 1: GATHER_LOOP(1) break;
+    case 2: GATHER_LOOP(2) break;
+    case 4: GATHER_LOOP(4) break;
+    default: GATHER_LOOP(8) break;
     }
 }
+#undef GATHER_LOOP
 
 enum { OP_SCAN, OP_REDUCE };
 
@@ -814,7 +823,6 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
         j->excl = excl;
         j->rev = rev;
         j->is_min = node->op == SF_OP_cummin;
-        j->nt = nt;
         j->unit = j->in_d == 1;
         for (int e = 0; e < in->ndim; e++) {
             if (e == d || in->shape[e] == 1) continue;
@@ -838,6 +846,9 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
             (j->slots = calloc((size_t)(j->nrows * j->Q), sizeof *j->slots)) != NULL) {
             j->chained = true;
             j->ntasks = j->nrows * j->Q;
+            /* streaming stores pay off here (24 vs 19 GB/s at 2 threads on the build
+             * machine), not for whole rows (12 vs 15 GB/s on [4096, 2048], bench/NOTES.md) */
+            j->nt = nt;
             for (int64_t t = 0; t < j->ntasks; t++) atomic_init(&j->slots[t].state, 0);
         } else { /* (no memory for the slots: one thread, the same bytes) */
             if (j->Q > 1 && j->nrows < 2 * (int64_t)nth) nth = 1;
@@ -896,13 +907,16 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
     cj.proto.nsteps = n;
     cj.proto.xdt = in->dtype;
     cj.proto.ydt = dt;
-    cj.proto.nt = nt;
+    /* streaming stores: at one thread 19 vs 16 GB/s on [4096, 4096] along dim 0; at two
+     * they made the same scan 11 or 37 GB/s depending on how the output's address falls
+     * relative to the input's (without them: 22 GB/s every time; bench/NOTES.md) */
+    cj.proto.nt = nt && nth == 1;
     int64_t outer = numel / (n * W);
-    /* tiles as wide as allowed, but at least two per thread when the outer dims do not
-     * already give every thread work (a multiple of 64 columns) */
+    /* tiles as wide as allowed, but one per thread when the outer dims do not already
+     * give every thread work (a multiple of 64 columns; wider beats better balance) */
     int64_t tile = SF_SCAN_COLTILE;
-    if (nth > 1 && outer < 2 * (int64_t)nth) {
-        int64_t want = (2 * (int64_t)nth + outer - 1) / outer;
+    if (nth > 1 && outer < (int64_t)nth) {
+        int64_t want = ((int64_t)nth + outer - 1) / outer;
         int64_t t = (W + want - 1) / want;
         t = (t + 63) / 64 * 64;
         if (t < tile) tile = t < 256 ? 256 : t;

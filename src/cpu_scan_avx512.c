@@ -100,8 +100,9 @@ SF_AI void d8_store(void *p, __m512d v, scanfuse_dtype dt, bool nt) {
     case SCANFUSE_FLOAT16: {
         __m128i h = _mm256_cvtps_ph(d8_to_f32_odd(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __mmask8 nan = _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q);
-        h = _mm_mask_blend_epi16(nan, h, _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)),
-                                                     _mm_set1_epi16(0x7E00)));
+        if (nan) /* inline: NaN-heavy data must not take a slow path */
+            h = _mm_mask_blend_epi16(nan, h, _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)),
+                                                         _mm_set1_epi16(0x7E00)));
         _mm_storeu_si128((__m128i *)p, h);
         return;
     }
@@ -128,9 +129,11 @@ SF_AI void d8_store(void *p, __m512d v, scanfuse_dtype dt, bool nt) {
             __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), odd), 16);
             h = _mm256_cvtepi32_epi16(r);
         }
-        __m128i sign = _mm_and_si128(_mm256_cvtepi32_epi16(_mm256_srli_epi32(_mm256_castps_si256(f), 16)),
-                                     _mm_set1_epi16((short)0x8000));
-        h = _mm_mask_blend_epi16(nan, h, _mm_or_si128(sign, _mm_set1_epi16(0x7FC0)));
+        if (nan) { /* inline: NaN-heavy data must not take a slow path */
+            __m128i sign = _mm_and_si128(_mm256_cvtepi32_epi16(_mm256_srli_epi32(_mm256_castps_si256(f), 16)),
+                                         _mm_set1_epi16((short)0x8000));
+            h = _mm_mask_blend_epi16(nan, h, _mm_or_si128(sign, _mm_set1_epi16(0x7FC0)));
+        }
         _mm_storeu_si128((__m128i *)p, h);
         return;
     }
@@ -236,7 +239,13 @@ SF_AI vq vq_prefix(vq x) {
     return x;
 }
 SF_AI qb vq_last(vq y) { return _mm512_permutexvar_epi64(_mm512_set1_epi64(7), y); }
-SF_AI qb vq_sum(vq x) { return _mm512_set1_epi64(_mm512_reduce_add_epi64(x)); }
+/* The wrapping total in every lane (not _mm512_reduce_add_epi64, which adds signed
+ * 64-bit C integers: overflow there is undefined behaviour). */
+SF_AI qb vq_sum(vq x) {
+    x = _mm512_add_epi64(x, _mm512_shuffle_i64x2(x, x, 0x4E)); /* swap 256-bit halves */
+    x = _mm512_add_epi64(x, _mm512_shuffle_i64x2(x, x, 0xB1)); /* swap 128-bit pairs */
+    return _mm512_add_epi64(x, _mm512_shuffle_epi32(x, 0x4E)); /* swap 64-bit lanes */
+}
 SF_AI vq vq_rev(vq x) { return _mm512_permutexvar_epi64(_mm512_setr_epi64(7, 6, 5, 4, 3, 2, 1, 0), x); }
 SF_AI vq vq_load_lanes(const int64_t *l) { return _mm512_loadu_si512(l); }
 SF_AI void vq_store_lanes(int64_t *l, vq v) { _mm512_storeu_si512(l, v); }

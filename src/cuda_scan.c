@@ -13,7 +13,10 @@
  * position t of the scanned dim (len-1-t for reverse scans).
  *  - inner dims all of size 1 and len <= 32*ITEMS: one warp per row;
  *  - inner dims all of size 1, longer rows: blocks of 256 threads over tiles of
- *    256*ITEMS steps; several tiles per row are chained by the deterministic look-back;
+ *    256*ITEMS steps; several tiles per row are chained by the deterministic two-level
+ *    look-back (sf_lookback: tile aggregates within groups of row_g tiles, group
+ *    aggregates within super-groups of row_g2 groups, one prefix chain link per
+ *    super-group);
  *  - otherwise (scan along an outer dim): a thread per column (neighbouring columns are
  *    neighbours in memory for contiguous tensors), tiles of R steps x W columns, chained
  *    along the scan by the column look-back.
@@ -23,14 +26,16 @@
  * Accumulation (docs/OPS.md, DESIGN.md §1): float16/bfloat16/float32 sums in double
  * (every tile prefix combined in a fixed order: deterministic, and within 2^-40 * sum|x|),
  * float64 sums in double-double, integers in wrapping int64, products and logcumsumexp
- * in double; every output rounded once.
+ * in double; every output rounded once.  (A product is associated as a tree, not left
+ * to right: where a running product overflows in the left-to-right order but its exact
+ * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
  * Reductions see the input as nout outputs x nred reduced elements, reduced in a fixed
  * order (a thread's strided run, then an order-preserving tree), splits combined in
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,warp_max=1024,col_w=0,col_r=16,col_g=0"
+ * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,warp_max=1024,col_w=0,col_r=32,col_g=0"
  * (col_w=0 and col_g=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -445,10 +450,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* the look-back group: its aggregates are fetched by the block in one round, so a
          * group of 512 tiles costs one round trip; longer rows chain through the groups'
          * inclusive prefixes (one link per 512 tiles) */
-        int gsz = tune("row_g", 512);
-        if (gsz > 1024) gsz = 1024;
-        if (gsz > 256) gsz = (gsz + 255) / 256 * 256;
+        /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
+         * most G-1 + G2-1 aggregates in one round; one chain link per G*G2 tiles */
+        int gsz = tune("row_g", 256), g2 = tune("row_g2", 256);
+        if (gsz > 256) gsz = 256;
         if (gsz < 1) gsz = 1;
+        if (g2 > 256) g2 = 256;
+        if (g2 < 1) g2 = 1;
         int64_t tile = 256 * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
@@ -456,13 +464,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         k->block = 256;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
         if (lb) {
+            int64_t ngr = rows * ceil_div(tpr, gsz), nsup = rows * ceil_div(tpr, (int64_t)gsz * g2);
+            int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
-            k->scratch_bytes = 16 + (8 * ntiles + 15) / 16 * 16 + 2 * ntiles * sk.tsize;
+            k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * sk.tsize;
         }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256, 4) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, items, gsz, lb ? "true" : "false", excl ? "true" : "false",
+                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
                       (long long)rows, (long long)len, (long long)tpr);
     } else {
         k->kind = SF_CUK_SCAN_COL;

@@ -477,6 +477,8 @@ static void bytes_sweep(void) {
         a.xdt = SCANFUSE_INT32;
         a.ydt = SCANFUSE_INT64;
         run_case(&a, th, 4);
+        a.xdt = SCANFUSE_INT64; /* full-range values: the partition sums wrap */
+        run_case(&a, th, 2);
         a.op = fl % 2 ? SF_OP_cummin : SF_OP_cummax;
         a.xdt = a.ydt = SCANFUSE_FLOAT32;
         run_case(&a, th, 4);
