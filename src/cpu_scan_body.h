@@ -115,6 +115,18 @@ static inline uint64_t SF_ISA(identity_bits)(scanfuse_dtype dt, bool is_min) {
 
 static inline int64_t SF_ISA(min64)(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* A NaN value of cummax/cummin as the generic path (cpu_scan.c) stores it, which goes
+ * through double: float32 quiet (payload kept), float16 and bfloat16 the canonical NaN
+ * of the scalar helpers.  So every path gives the same bytes. */
+static inline uint64_t SF_ISA(nan_as_generic)(uint64_t bits, scanfuse_dtype dt) {
+    switch (dt) {
+    case SCANFUSE_FLOAT32: return (bits & 0x7FFFFFFFu) > 0x7F800000u ? bits | 0x400000u : bits;
+    case SCANFUSE_FLOAT16: return (bits & 0x7FFFu) > 0x7C00u ? (bits & 0x8000u) | 0x7E00u : bits;
+    case SCANFUSE_BFLOAT16: return (bits & 0x7FFFu) > 0x7F80u ? (bits & 0x8000u) | 0x7FC0u : bits;
+    default: return bits;
+    }
+}
+
 /* ------------------------------------------------------------------------------ */
 /* Float cumsum along a row                                                          */
 /* ------------------------------------------------------------------------------ */
@@ -431,12 +443,13 @@ SF_ISA(max_impl)(const sf_seq *s, int64_t a, int64_t b, sf_maxc *c, bool store,
                     memcpy((int64_t *)s->yi + yo, &ix, 8);
                 }
             }
-            /* zero and NaN keys: copy the winner's own bits (sign of zero, payload) */
+            /* zero and NaN keys: the winner's own bits (sign of zero, NaN payload) */
             for (int k2 = 0; special && k2 < VK_W; k2++, special >>= 1) {
                 if (!(special & 1u) || i + k2 >= b) continue;
                 int64_t yo = s->y0 + s->ys * (i + k2), w = il[k2];
                 uint64_t bits = w < 0 ? c->vbits
                                       : SF_ISA(sc_bits)(s->x, s->x0 + s->xs * (a + w), xdt);
+                bits = SF_ISA(nan_as_generic)(bits, xdt);
                 memcpy((char *)s->y + yo * es, &bits, (size_t)es);
             }
         }

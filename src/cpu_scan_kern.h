@@ -45,7 +45,8 @@
  * greatest; -0.0 and +0.0 equal; cummin negates the order by ~key), ties go to the
  * later element; exact, so any association gives the same bits.  Values are decoded
  * from the key; where the key is a zero or NaN key the value is copied from the
- * winning input element (sign of zero, NaN payload).
+ * winning input element (sign of zero; a NaN as the generic path stores it: float32
+ * quieted, float16/bfloat16 the canonical NaN).
  *
  * Columns (the scanned dim is not the innermost): the same definition for each
  * column's sequence, lane-wise across columns (8 consecutive steps play the role of a

@@ -287,6 +287,7 @@ static void expected(const scase *c, const sf_view *in, void *ey, int64_t *ei) {
                     if (take) {
                         best = x;
                         bbits = get_bits(in->data, e, c->xdt);
+                        if (isnan(x)) sf_store_f64(&bbits, 0, c->xdt, x); /* as through double */
                         bidx = id2[d];
                     }
                 }
@@ -318,14 +319,14 @@ static void case_str(const scase *c, char *buf, size_t len) {
              c->out_strided ? " strided-out" : "");
 }
 
-/* Compares n elements of dtype dt: bits, except that any two NaNs match (when two NaNs
- * meet, or inf meets -inf, which NaN comes out depends on the operand order the compiler
- * chose; the conversions keep its sign). */
-static int64_t first_diff(const void *got, const void *want, int64_t n, scanfuse_dtype dt) {
+/* Compares n elements of dtype dt: bits, except that for sums any two NaNs match (when
+ * two NaNs meet, or inf meets -inf, which NaN comes out depends on the operand order the
+ * compiler chose; the conversions keep its sign).  cummax/cummin: strictly. */
+static int64_t first_diff(const void *got, const void *want, int64_t n, scanfuse_dtype dt, bool strict) {
     for (int64_t i = 0; i < n; i++) {
         uint64_t a = get_bits(got, i, dt), b = get_bits(want, i, dt);
         if (a == b) continue;
-        if (is_nan_bits(a, dt) && is_nan_bits(b, dt)) continue;
+        if (!strict && is_nan_bits(a, dt) && is_nan_bits(b, dt)) continue;
         return i;
     }
     return -1;
@@ -390,7 +391,7 @@ static void run_case(const scase *c, const int *threads, int nthreads) {
             /* gather the (possibly strided) output back to contiguous order */
             for (int64_t i = 0; i < n; i++)
                 memcpy((char *)gy + i * (int64_t)ys, (char *)oy + i * wide * (int64_t)ys, ys);
-            int64_t at = first_diff(gy, ey, n, c->ydt);
+            int64_t at = first_diff(gy, ey, n, c->ydt, two); /* cummax/cummin: NaN bits too */
             CHECKF(at < 0, "%s on %s, threads %d: element %lld: got %#llx, want %#llx", desc, isas[ii],
                    threads[t], (long long)at, at < 0 ? 0ULL : (unsigned long long)get_bits(gy, at, c->ydt),
                    at < 0 ? 0ULL : (unsigned long long)get_bits(ey, at, c->ydt));
