@@ -197,14 +197,6 @@ static int32_t decompose_one(scanfuse_fusion *nf, int32_t x, const sf_node *n,
     return y;
 }
 
-static scanfuse_status builder_error(scanfuse_fusion *nf, const char *what, char *msg,
-                                     size_t msglen) {
-    scanfuse_status st = scanfuse_fusion_status(nf);
-    if (st == SCANFUSE_OK) st = SCANFUSE_ERROR_STATE;
-    sf_msg(msg, msglen, "decompose: %s: %s", what, scanfuse_fusion_error(nf));
-    return st;
-}
-
 scanfuse_status sf_pass_decompose_cumsum(scanfuse_fusion **pf, scanfuse_cumsum_mode mode,
                                          char *msg, size_t msglen) {
     if (!pf || !*pf) {
@@ -235,14 +227,7 @@ scanfuse_status sf_pass_decompose_cumsum(scanfuse_fusion **pf, scanfuse_cumsum_m
     }
     for (int32_t id = 0; id < f->nvalues; id++) map[id] = -1;
 
-    for (int i = 0; i < f->ninputs && st == SCANFUSE_OK; i++) {
-        const sf_value *v = &f->values[f->inputs[i]];
-        scanfuse_value nid = scanfuse_input(nf, v->name, v->dtype, v->ndim, v->shape);
-        if (nid == SCANFUSE_NO_VALUE)
-            st = builder_error(nf, "input", msg, msglen);
-        else
-            map[f->inputs[i]] = nid;
-    }
+    st = sf_rebuild_inputs(f, nf, map, "decompose", msg, msglen);
     for (int i = 0; i < f->nnodes && st == SCANFUSE_OK; i++) {
         const sf_node *n = &f->nodes[i];
         int32_t in[SF_MAX_IN], out[SF_MAX_OUT] = {-1, -1};
@@ -255,7 +240,7 @@ scanfuse_status sf_pass_decompose_cumsum(scanfuse_fusion **pf, scanfuse_cumsum_m
         if (n->op == SF_OP_cumsum) {
             int32_t y = decompose_one(nf, in[0], n, &f->values[n->out[0]], mode);
             if (y == -1) {
-                st = builder_error(nf, what, msg, msglen);
+                st = sf_rebuild_error("decompose", nf, what, msg, msglen);
                 break;
             }
             if (y >= 0) {
@@ -265,23 +250,12 @@ scanfuse_status sf_pass_decompose_cumsum(scanfuse_fusion **pf, scanfuse_cumsum_m
             /* y == -2: keep this cumsum native */
         }
         if (sf_emit(nf, n->op, in, n->nin, &n->a, out) != SCANFUSE_OK) {
-            st = builder_error(nf, what, msg, msglen);
+            st = sf_rebuild_error("decompose", nf, what, msg, msglen);
             break;
         }
         for (int k = 0; k < n->nout; k++) map[n->out[k]] = out[k];
     }
-    for (int32_t id = 0; id < f->nvalues && st == SCANFUSE_OK; id++) {
-        const sf_value *v = &f->values[id];
-        if (!v->name || map[id] < 0) continue;
-        const char *have = nf->values[map[id]].name;
-        if (have && strcmp(have, v->name) == 0) continue;
-        if (sf_set_value_name(nf, map[id], v->name) != SCANFUSE_OK)
-            st = builder_error(nf, "name", msg, msglen);
-    }
-    for (int i = 0; i < f->noutputs && st == SCANFUSE_OK; i++) {
-        if (scanfuse_output(nf, map[f->outputs[i]], f->output_names[i]) != SCANFUSE_OK)
-            st = builder_error(nf, "output", msg, msglen);
-    }
+    if (st == SCANFUSE_OK) st = sf_rebuild_names_outputs(f, nf, map, "decompose", msg, msglen);
 done:
     free(map);
     if (st != SCANFUSE_OK) {

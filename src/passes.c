@@ -111,17 +111,49 @@ scanfuse_status sf_run_passes(scanfuse_fusion **f, const scanfuse_options *optio
 }
 
 /* ------------------------------------------------------------------------------ */
-/* Dead-code elimination                                                          */
+/* Rebuilding: every rewriting pass copies the fusion into a new one through the     */
+/* builder (so the result is re-inferred and canonical).  These pieces are shared.   */
 /* ------------------------------------------------------------------------------ */
 
-/* Copies the builder's error of nf into msg. */
-static scanfuse_status rebuild_error(scanfuse_fusion *nf, const char *what, char *msg,
-                                     size_t msglen) {
+scanfuse_status sf_rebuild_error(const char *pass, scanfuse_fusion *nf, const char *what,
+                                 char *msg, size_t msglen) {
     scanfuse_status st = nf ? scanfuse_fusion_status(nf) : SCANFUSE_ERROR_MEMORY;
     if (st == SCANFUSE_OK) st = SCANFUSE_ERROR_STATE;
-    sf_msg(msg, msglen, "dce: %s: %s", what, nf ? scanfuse_fusion_error(nf) : "out of memory");
+    sf_msg(msg, msglen, "%s: %s: %s", pass, what, nf ? scanfuse_fusion_error(nf) : "out of memory");
     return st;
 }
+
+scanfuse_status sf_rebuild_inputs(const scanfuse_fusion *f, scanfuse_fusion *nf, int32_t *map,
+                                  const char *pass, char *msg, size_t msglen) {
+    for (int i = 0; i < f->ninputs; i++) {
+        const sf_value *v = &f->values[f->inputs[i]];
+        scanfuse_value nid = scanfuse_input(nf, v->name, v->dtype, v->ndim, v->shape);
+        if (nid == SCANFUSE_NO_VALUE) return sf_rebuild_error(pass, nf, "input", msg, msglen);
+        map[f->inputs[i]] = nid;
+    }
+    return SCANFUSE_OK;
+}
+
+scanfuse_status sf_rebuild_names_outputs(const scanfuse_fusion *f, scanfuse_fusion *nf,
+                                         const int32_t *map, const char *pass, char *msg,
+                                         size_t msglen) {
+    for (int32_t id = 0; id < f->nvalues; id++) {
+        const sf_value *v = &f->values[id];
+        if (!v->name || map[id] < 0) continue;
+        const char *have = nf->values[map[id]].name;
+        if (have && strcmp(have, v->name) == 0) continue;
+        if (sf_set_value_name(nf, map[id], v->name) != SCANFUSE_OK)
+            return sf_rebuild_error(pass, nf, "name", msg, msglen);
+    }
+    for (int i = 0; i < f->noutputs; i++)
+        if (scanfuse_output(nf, map[f->outputs[i]], f->output_names[i]) != SCANFUSE_OK)
+            return sf_rebuild_error(pass, nf, "output", msg, msglen);
+    return SCANFUSE_OK;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Dead-code elimination                                                          */
+/* ------------------------------------------------------------------------------ */
 
 scanfuse_status sf_pass_dce(scanfuse_fusion **pf, char *msg, size_t msglen) {
     if (!pf || !*pf) {
@@ -161,14 +193,7 @@ scanfuse_status sf_pass_dce(scanfuse_fusion **pf, char *msg, size_t msglen) {
     if (all_kept) goto done; /* nothing to remove: keep the fusion (and its value ids) */
 
     /* Rebuild: inputs in order, kept nodes in order, names, outputs. */
-    for (int i = 0; i < f->ninputs && st == SCANFUSE_OK; i++) {
-        const sf_value *v = &f->values[f->inputs[i]];
-        scanfuse_value nid = scanfuse_input(nf, v->name, v->dtype, v->ndim, v->shape);
-        if (nid == SCANFUSE_NO_VALUE)
-            st = rebuild_error(nf, "input", msg, msglen);
-        else
-            map[f->inputs[i]] = nid;
-    }
+    st = sf_rebuild_inputs(f, nf, map, "dce", msg, msglen);
     for (int i = 0; i < f->nnodes && st == SCANFUSE_OK; i++) {
         if (!keep[i]) continue;
         const sf_node *n = &f->nodes[i];
@@ -180,23 +205,12 @@ scanfuse_status sf_pass_dce(scanfuse_fusion **pf, char *msg, size_t msglen) {
         if (sf_emit(nf, n->op, in, n->nin, &n->a, out) != SCANFUSE_OK) {
             char what[48];
             snprintf(what, sizeof what, "node %d (%s)", i, sf_op_table[n->op].name);
-            st = rebuild_error(nf, what, msg, msglen);
+            st = sf_rebuild_error("dce", nf, what, msg, msglen);
             break;
         }
         for (int k = 0; k < n->nout; k++) map[n->out[k]] = out[k];
     }
-    for (int32_t id = 0; id < f->nvalues && st == SCANFUSE_OK; id++) {
-        const sf_value *v = &f->values[id];
-        if (!v->name || map[id] < 0) continue;
-        const char *have = nf->values[map[id]].name;
-        if (have && strcmp(have, v->name) == 0) continue;
-        if (sf_set_value_name(nf, map[id], v->name) != SCANFUSE_OK)
-            st = rebuild_error(nf, "name", msg, msglen);
-    }
-    for (int i = 0; i < f->noutputs && st == SCANFUSE_OK; i++) {
-        if (scanfuse_output(nf, map[f->outputs[i]], f->output_names[i]) != SCANFUSE_OK)
-            st = rebuild_error(nf, "output", msg, msglen);
-    }
+    if (st == SCANFUSE_OK) st = sf_rebuild_names_outputs(f, nf, map, "dce", msg, msglen);
     rebuilt = st == SCANFUSE_OK;
 done:
     free(keep);

@@ -398,6 +398,16 @@ scanfuse_status sf_run_passes(scanfuse_fusion **f, const scanfuse_options *optio
 /* Rebuilds f with every cumsum replaced by its decomposition. */
 scanfuse_status sf_pass_decompose_cumsum(scanfuse_fusion **f, scanfuse_cumsum_mode mode,
                                          char *msg, size_t msglen);
+/* Pieces shared by passes that rebuild a fusion through the builder: copy the inputs
+ * (filling map[old id] = new id), copy value names and outputs, and turn the new
+ * fusion's builder error into "PASS: WHAT: message". */
+scanfuse_status sf_rebuild_inputs(const scanfuse_fusion *f, scanfuse_fusion *nf, int32_t *map,
+                                  const char *pass, char *msg, size_t msglen);
+scanfuse_status sf_rebuild_names_outputs(const scanfuse_fusion *f, scanfuse_fusion *nf,
+                                         const int32_t *map, const char *pass, char *msg,
+                                         size_t msglen);
+scanfuse_status sf_rebuild_error(const char *pass, scanfuse_fusion *nf, const char *what,
+                                 char *msg, size_t msglen);
 /* Removes nodes none of whose results reach an output. */
 scanfuse_status sf_pass_dce(scanfuse_fusion **f, char *msg, size_t msglen);
 
