@@ -1,7 +1,8 @@
 /*
  * cpu.h — internal contracts of the CPU backend, shared by cpu_backend.c (the vtable,
  * value buffers and the node loop), cpu_pointwise.c (element movement, conversions,
- * pointwise, creation and copying shape ops), cpu_scan.c and cpu_reduce.c.
+ * pointwise, creation and copying shape ops), cpu_scan.c, cpu_reduce.c, cpu_fused.c
+ * and cpu_rows.c (its whole-row kernels).
  *
  * The building blocks every kernel uses:
  *  - an N-d iterator (sf_cpu_iter) that walks a shape in row-major order for up to
@@ -363,5 +364,25 @@ scanfuse_status sf_cpu_fused_run(const sf_cpu_fused *fp, const sf_view *io, void
                                  char *msg, size_t msglen);
 /* Test hook: elements per tile for plans made while it is > 0 (0: sized for L2). */
 extern int64_t sf_cpu_fused_tile_elems;
+
+/* ------------------------------------------------------------------------------ */
+/* Row kernels of the fused path (cpu_rows.c)                                       */
+/* ------------------------------------------------------------------------------ */
+
+/* Copies n bytes; with `stream` the destination is written with non-temporal stores
+ * where the CPU has them (no read-for-ownership, no cache pollution): the writer calls
+ * sf_cpu_stream_fence() before another thread may read what it wrote. */
+void sf_cpu_row_copy(void *dst, const void *src, size_t n, bool stream);
+void sf_cpu_stream_fence(void);
+/* The weighted combine of k rows of float32 or bfloat16 (xdt): out[h] = the sum over
+ * j < k of fl32(rows[j][h] * w[j]), h < n, rounded once to odt (float32 or bfloat16),
+ * the same bytes as mul -> compensated sum -> cast (see cpu_rows.c).  Returns false,
+ * with out partly written, when a sum is not finite (the caller then recomputes with
+ * the generic kernels).  `stream`: as in sf_cpu_row_copy. */
+bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float *w, int k,
+                        int64_t n, void *out, scanfuse_dtype odt, bool stream);
+/* Fused kernels write outputs (and lazy rows) of at least this many bytes with
+ * streaming stores (a variable for tests and measurements). */
+extern int64_t sf_cpu_rows_nt_min_bytes;
 
 #endif /* SF_CPU_H */

@@ -190,6 +190,19 @@ static bool index_in_range(const scanfuse_fusion *f, const sf_node *n) {
     return int_range(f, ix, &lo, &hi, 0) && lo >= 0 && hi < size;
 }
 
+/* Is the divisor of integer floor_divide/remainder node n a literal that is not 0 once
+ * converted to the common dtype cdt (as the kernel converts it)?  Then the node cannot
+ * fail, and results may still go straight to the caller's outputs: the MoE examples
+ * divide by k, and staging their outputs would copy every output once more. */
+static bool divisor_nonzero(const scanfuse_fusion *f, const sf_node *n, scanfuse_dtype cdt) {
+    if (n->nin != 2) return false;
+    const sf_value *b = &f->values[n->in[1]];
+    if (!b->weak || b->producer < 0 || f->nodes[b->producer].op != SF_OP_scalar) return false;
+    int64_t v;
+    sf_cpu_fill_literal_i64(&f->nodes[b->producer].a.value, cdt, &v, 1);
+    return v != 0;
+}
+
 /* Shape ops whose result is a view of their input (reshape only sometimes). */
 static bool op_is_view(sf_op op) {
     return op == SF_OP_expand || op == SF_OP_permute || op == SF_OP_slice ||
@@ -329,7 +342,7 @@ static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
         pl->scratch[i] = -1;
         pl->cdt[i] = kind == SF_KIND_POINTWISE ? common_dtype(f, n) : SCANFUSE_DTYPE_NONE;
         if ((n->op == SF_OP_remainder || n->op == SF_OP_floor_divide) &&
-            !sf_dtype_is_float(pl->cdt[i]))
+            !sf_dtype_is_float(pl->cdt[i]) && !divisor_nonzero(f, n, pl->cdt[i]))
             pl->may_fail = true;
         if (kind == SF_KIND_INDEX && sf_cpu_index_may_fail(n) && !index_in_range(f, n))
             pl->may_fail = true; /* bad indices */

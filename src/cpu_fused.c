@@ -31,6 +31,13 @@
  * gathers' indices); a tile writes its rows just before its steps run, and rows no
  * single tile owns (unread, or read by several tiles) are written before the tiles.
  *
+ * Row combine: a segment that is exactly gather of whole rows -> mul by one weight per
+ * row -> sum over the slots -> (cast) (the MoE combine; plan_combine) runs each output
+ * row as one sf_cpu_row_combine (cpu_rows.c) over the gathered rows read in place (for
+ * lazy rows: the rows of X they are copies of, so the lazy rows themselves are written
+ * past the cache), with the same bytes; a tile it cannot take (a layout, a bad index, a
+ * NaN or infinity) runs the steps above instead.
+ *
  * Threads: the tiles are handed out in order to the threads of the backend's pool
  * (cpu_threads.h); each thread has its own tile buffers and work area, so which thread
  * runs a tile does not change its bytes.  Errors (integer division by zero, an index
@@ -118,6 +125,20 @@ typedef struct flazy {
     bool eager; /* some reader's index is computed in the tiles: write every row first */
 } flazy;
 
+/* The row combine: steps g (a gather of whole rows along dim 0), g + 1 (mul by a
+ * weight per row), g + 2 (sum over the slots) and maybe g + 3 (cast), run as one
+ * kernel (sf_cpu_row_combine) that reads the gathered rows in place (see
+ * plan_combine). */
+#define COMB_MAX_K 64
+typedef struct fcomb {
+    bool on;
+    int wq;       /* the mul's operand that is the weight */
+    int last;     /* the last step: its value is the one written */
+    bool lazy;    /* the rows are lazy rows: read their source rows of X instead */
+    bool stream;  /* write the result past the cache (a large output) */
+    bool lazy_stream; /* the same for the lazy rows (then read from X, never from P) */
+} fcomb;
+
 struct sf_cpu_fused {
     const scanfuse_fusion *f;
     int nd;
@@ -141,6 +162,7 @@ struct sf_cpu_fused {
     fchain *chains;
     int nchains;
     size_t owner_off; /* the lazy rows' owner table, after every worker's scratch */
+    fcomb comb;
 };
 
 void sf_cpu_fused_free(sf_cpu_fused *fp) {
@@ -399,6 +421,90 @@ static void plan_chains(sf_cpu_fused *fp) {
     }
 }
 
+/* The row combine's pattern, on the steps of a sum over one dim (the slots, k of them)
+ * of a domain [..., k, n]:
+ *   g = take_along_dim(x, idx, dim=0) with x [R, 1, ..., 1, n] and idx [..., k, 1], or
+ *       index_select(x, 0, idx) with x [R, n] (domain [k, n]): the gathered elements
+ *       are whole rows of x, one per (output, slot);
+ *   p = mul(g, w) (either order) with w read from memory, one value per (output, slot)
+ *       (its last dim is 1), float32 arithmetic (FAST_MUL);
+ *   s = sum(p, dim=slots) into float32 (FAST_SUM), then maybe c = cast(s, bfloat16);
+ * only the last value leaves the segment, and these are the segment's only steps.
+ * Then each output row is sf_cpu_row_combine of k rows of x read in place: no tile
+ * buffers, no per-op passes.  Layout conditions (rows contiguous) are checked per tile
+ * at run time; a tile that fails them, or meets a NaN, an infinity or a bad index,
+ * runs the steps one by one instead (the same bytes, or the generic error). */
+static void plan_combine(sf_cpu_fused *fp, const sf_node *anchor) {
+    const scanfuse_fusion *f = fp->f;
+    fcomb *cb = &fp->comb;
+    memset(cb, 0, sizeof *cb);
+    int nd = fp->nd;
+    if (!anchor || anchor->op != SF_OP_sum || nd < 2 || (fp->nsteps != 3 && fp->nsteps != 4))
+        return;
+    bool red[SF_MAX_DIMS];
+    reduced_dims(anchor, nd, red);
+    for (int d = 0; d < nd; d++)
+        if (red[d] != (d == nd - 2)) return;
+    if (fp->dom[nd - 2] < 1 || fp->dom[nd - 2] > COMB_MAX_K) return;
+    const fstep *g = &fp->steps[0], *m = &fp->steps[1], *sm = &fp->steps[2];
+    const sf_node *gn = g->node;
+    /* the gather of whole rows */
+    if (g->kind != ST_INDEX || g->in[0].kind != SRC_IO || g->in[1].kind != SRC_IO ||
+        fp->vals[g->out[0]].dest >= 0 || gn->a.dim != 0)
+        return;
+    const sf_value *xv = &f->values[gn->in[0]], *iv = &f->values[gn->in[1]];
+    const sf_value *gv = &f->values[gn->out[0]];
+    if (!f32_exact(gv->dtype) || !shape_eq(gv->ndim, gv->shape, nd, fp->dom)) return;
+    if (gn->op == SF_OP_take_along_dim && gn->a.has_dim) {
+        if (xv->ndim != nd || iv->ndim != nd || iv->shape[nd - 1] != 1 ||
+            xv->shape[nd - 1] != fp->dom[nd - 1])
+            return;
+        for (int d = 1; d < nd - 1; d++)
+            if (xv->shape[d] != 1) return;
+    } else if (gn->op == SF_OP_index_select) {
+        if (nd != 2 || xv->ndim != 2 || iv->ndim != 1 || xv->shape[1] != fp->dom[1]) return;
+    } else {
+        return;
+    }
+    /* the product with one weight per row */
+    if (m->fast != FAST_MUL || fp->vals[m->out[0]].dest >= 0) return;
+    int wq = -1;
+    for (int q = 0; q < 2; q++)
+        if (m->in[q].kind == SRC_VAL && m->in[q].idx == g->out[0]) wq = 1 - q;
+    if (wq < 0 || m->in[wq].kind != SRC_IO) return;
+    const sf_value *wv = &f->values[m->node->in[wq]];
+    if (wv->ndim > nd || (wv->ndim > 0 && wv->shape[wv->ndim - 1] != 1)) return;
+    /* the sum over the slots, then maybe a cast */
+    if (sm->node != anchor || sm->fast != FAST_SUM || sm->in[0].kind != SRC_VAL ||
+        sm->in[0].idx != m->out[0])
+        return;
+    int last = 2;
+    if (fp->nsteps == 4) {
+        const fstep *c = &fp->steps[3];
+        if (c->fast != FAST_CAST || c->in[0].kind != SRC_VAL || c->in[0].idx != sm->out[0] ||
+            fp->vals[sm->out[0]].dest >= 0 || !f32_exact(fp->vals[c->out[0]].dtype))
+            return;
+        last = 3;
+    }
+    const fval *ov = &fp->vals[fp->steps[last].out[0]];
+    if (ov->dest < 0) return;
+    /* the lazy rows: read through the index that wrote them, straight from X */
+    if (g->lazy_reader) {
+        if (!fp->has_lazy || fp->lazy.eager || fp->lazy.node->op != SF_OP_index_select ||
+            fp->lazy.node->a.dim != 0 || f->values[fp->lazy.node->in[1]].ndim != 1)
+            return;
+        const sf_value *pv = &f->values[fp->lazy.node->out[0]];
+        cb->lazy = true;
+        cb->lazy_stream = (double)sf_value_numel(pv) * (double)scanfuse_dtype_size(pv->dtype) >=
+                          (double)sf_cpu_rows_nt_min_bytes;
+    }
+    cb->stream = (double)sf_value_numel(&f->values[ov->id]) *
+                     (double)scanfuse_dtype_size(ov->dtype) >= (double)sf_cpu_rows_nt_min_bytes;
+    cb->wq = wq;
+    cb->last = last;
+    cb->on = true;
+}
+
 sf_cpu_fused *sf_cpu_fused_plan(const scanfuse_fusion *f, const sf_segment *seg,
                                 const scanfuse_dtype *cdt, int threads, scanfuse_status *st,
                                 char *msg, size_t msglen) {
@@ -555,6 +661,7 @@ sf_cpu_fused *sf_cpu_fused_plan(const scanfuse_fusion *f, const sf_segment *seg,
     }
 
     plan_chains(fp);
+    plan_combine(fp, anchor);
 
     /* A lazy row must be read by one tile only (else it is written before the tiles,
      * out of cache): tiles keep the dims a lazy reader's rows span whole. */
@@ -1081,10 +1188,37 @@ static void fail_tile(fused_run *fr, int64_t t, scanfuse_status st, const char *
     pthread_mutex_unlock(&fr->mu);
 }
 
-/* Writes row r of the lazy result: P[r] = X[idx[r]], by the op's own kernel. */
+/* The row length of a view whose dims after the first are row-major contiguous (size-1
+ * dims ignored), or -1. */
+static int64_t row_elems(const sf_view *v) {
+    int64_t n = 1;
+    for (int d = v->ndim - 1; d >= 1; d--) {
+        if (v->shape[d] == 1) continue;
+        if (v->strides[d] != n) return -1;
+        n *= v->shape[d];
+    }
+    return n;
+}
+
+/* Writes row r of the lazy result: P[r] = X[idx[r]], one row copy when both have
+ * contiguous rows (past the cache when the combine reads X instead), else by the op's
+ * own kernel (which also reports an index out of range). */
 static scanfuse_status lazy_row(const fused_run *fr, int64_t r, void *work, char *msg,
                                 size_t msglen) {
     const flazy *lz = &fr->fp->lazy;
+    const sf_view *X = &fr->io[lz->x_io], *I = &fr->io[lz->idx_io], *P = &fr->io[lz->dest_io];
+    int64_t len = row_elems(P);
+    if (len >= 0 && len == row_elems(X) && X->dtype == P->dtype && I->ndim == 1) {
+        int64_t v;
+        sf_cpu_gather_i64(I->data, I->dtype, r * I->strides[0], 0, 1, I->dtype, &v);
+        if (v >= 0 && v < X->shape[0]) {
+            int64_t es = (int64_t)scanfuse_dtype_size(P->dtype);
+            sf_cpu_row_copy((char *)P->data + r * P->strides[0] * es,
+                            (const char *)X->data + v * X->strides[0] * es, (size_t)(len * es),
+                            fr->fp->comb.lazy_stream);
+            return SCANFUSE_OK;
+        }
+    }
     sf_view in[2], out;
     in[0] = fr->io[lz->x_io];
     in[1] = fr->io[lz->idx_io];
@@ -1262,6 +1396,88 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
     return true;
 }
 
+/* The row combine on one tile (plan_combine).  Returns false, having written nothing
+ * the steps would not rewrite, when the tile must run step by step: a layout it does
+ * not handle, an index out of range (the steps report it), or a sum that is not
+ * finite (the steps give the NaN bytes). */
+static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *hi) {
+    const sf_cpu_fused *fp = fr->fp;
+    const fcomb *cb = &fp->comb;
+    const fstep *g = &fp->steps[0], *m = &fp->steps[1];
+    const fval *ov = &fp->vals[fp->steps[cb->last].out[0]];
+    int nd = fp->nd;
+    int64_t n = hi[nd - 1] - lo[nd - 1], K = hi[nd - 2] - lo[nd - 2];
+    sf_view xv, iv, wv, out;
+    restrict_view(&fr->io[g->in[0].idx], g->in[0].map, lo, hi, &xv);
+    restrict_view(&fr->io[g->in[1].idx], g->in[1].map, lo, hi, &iv);
+    restrict_view(&fr->io[m->in[cb->wq].idx], m->in[cb->wq].map, lo, hi, &wv);
+    restrict_view(&fr->io[ov->dest], ov->map, lo, hi, &out);
+    size_t xes = scanfuse_dtype_size(xv.dtype), oes = scanfuse_dtype_size(out.dtype);
+    if (n > 1 && (xv.strides[xv.ndim - 1] != 1 || out.strides[out.ndim - 1] != 1)) return false;
+    /* where row r of x is: x itself, or (lazy rows) the row of X it was copied from */
+    const char *rbase = xv.data;
+    int64_t rstride = xv.strides[0], nrows = xv.shape[0];
+    const sf_view *lidx = NULL;
+    if (cb->lazy) {
+        const sf_view *P = &fr->io[fp->lazy.dest_io], *X = &fr->io[fp->lazy.x_io];
+        int64_t plen = row_elems(P), xlen = row_elems(X);
+        if (plen < 0 || xlen != plen || X->dtype != xv.dtype || xv.data != P->data ||
+            xv.strides[0] != P->strides[0] || xv.shape[0] != P->shape[0] ||
+            sf_numel(xv.ndim - 1, xv.shape + 1) != plen)
+            return false; /* (the tile keeps rows whole: xv starts at a row's start) */
+        lidx = &fr->io[fp->lazy.idx_io];
+        rbase = X->data;
+        rstride = X->strides[0];
+        nrows = X->shape[0];
+    }
+    /* element strides of the index, the weight and the output over the tile's domain */
+    int64_t tshape[SF_MAX_DIMS], ist[SF_MAX_DIMS], wst[SF_MAX_DIMS], ost[SF_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        tshape[d] = hi[d] - lo[d];
+        ost[d] = 0;
+    }
+    if (g->node->op == SF_OP_index_select) {
+        ist[0] = iv.shape[0] == 1 ? 0 : iv.strides[0];
+        ist[1] = 0;
+    } else {
+        sf_cpu_broadcast_strides(&iv, nd, tshape, ist);
+    }
+    sf_cpu_broadcast_strides(&wv, nd, tshape, wst);
+    for (int k = 0; k < out.ndim; k++)
+        if (ov->map[k] >= 0) ost[ov->map[k]] += out.strides[k];
+    /* every output row of the tile: the dims before the slots, row-major */
+    int64_t pos[SF_MAX_DIMS] = {0}, nout = sf_numel(nd - 2, tshape);
+    const void *rows[COMB_MAX_K];
+    float w[COMB_MAX_K];
+    for (int64_t o = 0; o < nout; o++) {
+        int64_t ioff = 0, woff = 0, ooff = 0;
+        for (int d = 0; d < nd - 2; d++) {
+            ioff += pos[d] * ist[d];
+            woff += pos[d] * wst[d];
+            ooff += pos[d] * ost[d];
+        }
+        for (int64_t j = 0; j < K; j++) {
+            int64_t r;
+            sf_cpu_gather_i64(iv.data, iv.dtype, ioff + j * ist[nd - 2], 0, 1, iv.dtype, &r);
+            if (r < 0 || r >= xv.shape[0]) return false;
+            if (lidx)
+                sf_cpu_gather_i64(lidx->data, lidx->dtype, r * lidx->strides[0], 0, 1, lidx->dtype,
+                                  &r);
+            if (r < 0 || r >= nrows) return false;
+            rows[j] = rbase + r * rstride * (int64_t)xes;
+            load_f32(wv.data, wv.dtype, woff + j * wst[nd - 2], 1, 1, &w[j]);
+        }
+        if (!sf_cpu_row_combine(rows, xv.dtype, w, (int)K, n, (char *)out.data + ooff * (int64_t)oes,
+                                out.dtype, cb->stream))
+            return false;
+        for (int d = nd - 3; d >= 0; d--) { /* the next output row */
+            if (++pos[d] < tshape[d]) break;
+            pos[d] = 0;
+        }
+    }
+    return true;
+}
+
 static void run_tile(void *ctx, int64_t t, int worker) {
     fused_run *fr = ctx;
     const sf_cpu_fused *fp = fr->fp;
@@ -1279,6 +1495,10 @@ static void run_tile(void *ctx, int64_t t, int worker) {
             fail_tile(fr, t, oc.st, msg);
             return;
         }
+    }
+    if (fp->comb.on && run_combine(fr, lo, hi)) {
+        if (fp->comb.stream || fp->comb.lazy_stream) sf_cpu_stream_fence();
+        return;
     }
     int chain_end = -1; /* steps before it were done by a chain */
     for (int i = 0; i < fp->nsteps; i++) {
@@ -1387,6 +1607,7 @@ scanfuse_status sf_cpu_fused_run(const sf_cpu_fused *fp, const sf_view *io, void
                 break;
             }
         }
+        if (fp->comb.lazy_stream) sf_cpu_stream_fence();
     }
     if (!atomic_load(&fr.failed)) {
         if (fp->width > 1 && fp->ntiles > 1) sf_pool_run(fp->width, tile_task, &fr);

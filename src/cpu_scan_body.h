@@ -205,9 +205,23 @@ SF_ISA(fsum_impl)(const sf_seq *s, int64_t a, int64_t b, double cs, sf_dd *L, bo
                 SF_ISA(fs_st)(s, i, e, yv && i + 8 <= e, vd_addb(y[k], vb_add(tk[k], Cs)), ydt, rev);
             }
         } else {
-            for (int64_t i = blk; i < e; i += 8) {
-                bool f = full || (i >= s->lo && i + 8 <= e);
-                T = vb_add(T, vd_total(SF_ISA(fs_ld)(s, i, e, f, xdt, rev)));
+            if (xdt == SCANFUSE_FLOAT16 && full) {
+                /* float16: every partial sum of a block is exact in double (64 multiples
+                 * of 2^-24 below 2^16 sum to less than 2^22), so the block total T of the
+                 * definition is the exact sum in any order (the sign of a zero sum too:
+                 * -0.0 only if every term is): lane-wise first, then across the lanes,
+                 * and in memory order even for a reverse scan */
+                const char *p = (const char *)s->x +
+                                (rev ? s->x0 - blk - (SF_SCAN_BLOCK - 1) : s->x0 + blk) * 2;
+                vd acc = vd_load(p, SCANFUSE_FLOAT16);
+                for (int k = 1; k < SF_SCAN_BLOCK / 8; k++)
+                    acc = vd_add(acc, vd_load(p + 16 * k, SCANFUSE_FLOAT16));
+                T = vd_total(acc);
+            } else {
+                for (int64_t i = blk; i < e; i += 8) {
+                    bool f = full || (i >= s->lo && i + 8 <= e);
+                    T = vb_add(T, vd_total(SF_ISA(fs_ld)(s, i, e, f, xdt, rev)));
+                }
             }
             vb t = vb_add(lh, T);
             vb bp = vb_sub(t, lh);

@@ -68,6 +68,7 @@ typedef struct sf_cuda_driver_api {
     sf_CUresult (*cuMemFree)(sf_CUdeviceptr p);
     sf_CUresult (*cuMemcpyHtoD)(sf_CUdeviceptr dst, const void *src, size_t bytes);
     sf_CUresult (*cuMemcpyDtoH)(void *dst, sf_CUdeviceptr src, size_t bytes);
+    sf_CUresult (*cuMemcpyDtoD)(sf_CUdeviceptr dst, sf_CUdeviceptr src, size_t bytes);
     sf_CUresult (*cuMemcpyDtoHAsync)(void *dst, sf_CUdeviceptr src, size_t bytes,
                                      sf_CUstream stream);
     sf_CUresult (*cuMemsetD8)(sf_CUdeviceptr dst, unsigned char value, size_t n);

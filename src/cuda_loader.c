@@ -91,6 +91,7 @@ static void drv_load(void) {
     BIND(lib, t, cuMemFree, "cuMemFree_v2", missing);
     BIND(lib, t, cuMemcpyHtoD, "cuMemcpyHtoD_v2", missing);
     BIND(lib, t, cuMemcpyDtoH, "cuMemcpyDtoH_v2", missing);
+    BIND(lib, t, cuMemcpyDtoD, "cuMemcpyDtoD_v2", missing);
     BIND(lib, t, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
     BIND(lib, t, cuMemsetD8, "cuMemsetD8_v2", missing);
     BIND(lib, t, cuMemsetD32Async, "cuMemsetD32Async", missing);
@@ -363,6 +364,23 @@ scanfuse_status sf_cuda_copy_to_host(int device_id, void *dst, const void *src, 
     sf_cuda_ctx_leave(&c);
     if (r != 0) {
         sf_cuda_errmsg(d, r, "cuMemcpyDtoH", msg, msglen);
+        return SCANFUSE_ERROR_DEVICE;
+    }
+    return SCANFUSE_OK;
+}
+
+scanfuse_status sf_cuda_copy_on_device(int device_id, void *dst, const void *src, size_t bytes,
+                                       char *msg, size_t msglen) {
+    if (bytes == 0) return SCANFUSE_OK;
+    sf_cuda_ctx c;
+    scanfuse_status st = sf_cuda_ctx_enter(device_id, &c, msg, msglen);
+    if (st != SCANFUSE_OK) return st;
+    const sf_cuda_driver_api *d = sf_cuda_driver(NULL, 0);
+    sf_CUresult r = d->cuMemcpyDtoD((sf_CUdeviceptr)(uintptr_t)dst,
+                                    (sf_CUdeviceptr)(uintptr_t)src, bytes);
+    sf_cuda_ctx_leave(&c);
+    if (r != 0) {
+        sf_cuda_errmsg(d, r, "cuMemcpyDtoD", msg, msglen);
         return SCANFUSE_ERROR_DEVICE;
     }
     return SCANFUSE_OK;

@@ -19,7 +19,7 @@
  *    super-group);
  *  - otherwise (scan along an outer dim): a thread per column (neighbouring columns are
  *    neighbours in memory for contiguous tensors), tiles of R steps x W columns, chained
- *    along the scan by the column look-back.
+ *    along the scan by the two-level column look-back (sf_col_lookback).
  * Element loads and stores of a thread's ITEMS consecutive steps use 16-byte vector
  * accesses when every operand is contiguous along the scan and aligned (checked at run
  * time per thread), element accesses otherwise.
@@ -35,7 +35,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,warp_max=1024,col_w=0,col_r=32,col_g=0"
+ * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=64"
  * (col_w=0 and col_g=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -485,23 +485,29 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t nchunks = ceil_div(len, r);
         int64_t ncb = ceil_div(ncols, w);
         int64_t ntiles = nchunks * ncb;
-        int gsz = tune("col_g", 0);
+        int gsz = tune("col_g", 0), g2 = tune("col_g2", 64);
         if (gsz <= 0) {
             /* each tile reads its group's earlier aggregates (c mod G per column): small
-             * problems take one group (no prefix chain: latency), large ones groups of 16
-             * (the reads stay under the tile's own data) */
+             * problems take one group (every tile's prefix in one round: latency), large
+             * ones groups of 16 (the reads stay under the tile's own data) */
             gsz = (nchunks <= 64 && ntiles <= (int64_t)sms * 8) ? (int)nchunks : 16;
         }
+        if (g2 < 1) g2 = 1;
+        if (g2 > 1024) g2 = 1024;
         k->block = (unsigned)w;
         k->grid = sf_cg_grid(ntiles);
         if (nchunks > 1) {
+            /* two-level look-back state (sf_col_lookback): tiles, groups, super-groups */
+            int64_t ngr = ncb * ceil_div(nchunks, gsz);
+            int64_t nsup = ncb * ceil_div(nchunks, (int64_t)gsz * g2);
+            int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
-            k->scratch_bytes = 16 + (8 * ntiles + 15) / 16 * 16 + 2 * ntiles * w * sk.tsize;
+            k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * w * sk.tsize;
         }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const sf_args a) {\n"
-                      "sf_col_scan<%s::Op, %s, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                      w, ki, io, io, w, r, gsz, excl ? "true" : "false", (long long)ncols,
+                      "sf_col_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                      w, ki, io, io, w, r, gsz, g2, excl ? "true" : "false", (long long)ncols,
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
     return SCANFUSE_OK;

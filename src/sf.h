@@ -551,6 +551,8 @@ scanfuse_status sf_cuda_copy_to_device(int device_id, void *dst, const void *src
                                        char *msg, size_t msglen);
 scanfuse_status sf_cuda_copy_to_host(int device_id, void *dst, const void *src, size_t bytes,
                                      char *msg, size_t msglen);
+scanfuse_status sf_cuda_copy_on_device(int device_id, void *dst, const void *src, size_t bytes,
+                                       char *msg, size_t msglen);
 scanfuse_status sf_cuda_memset(int device_id, void *dst, int byte, size_t bytes, char *msg,
                                size_t msglen);
 /* Waits for all work of the context (cuCtxSynchronize). */

@@ -671,6 +671,83 @@ static void accuracy(void) {
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* Partition summaries: the reduce pass against the scan's own carry                   */
+/* ---------------------------------------------------------------------------------- */
+
+/* The chained path folds a partition's summary from fsum_reduce when another thread
+ * scans it, and the scan's own outgoing carry on one thread; both must be the same
+ * bits (NaN: any NaN, the dispatcher makes every NaN carry the default NaN).  The
+ * float16 reduce sums a block in another order than the scan (its sums are exact), so
+ * this drives it directly with blocks that stress exactness and order: the largest
+ * values, subnormals, zeros of both signs (an all -0.0 block sums to -0.0), +-inf and
+ * NaN, in both directions and with exclusive shifts, on every instruction set. */
+static void reduce_vs_scan(void) {
+    const int64_t n = 9 * SF_SCAN_BLOCK + 13;
+    uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(n + 2));
+    uint16_t *y = malloc(sizeof(uint16_t) * (size_t)(n + 2));
+    sf_test_rng r;
+    sf_test_rng_seed(&r, 0xF16ull);
+    static const uint16_t pool[] = {0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x0000, 0x8000, 0x3C00,
+                                    0xBC00, 0x7C00, 0xFC00, 0x7E00, 0xFE55, 0x0400, 0x7BFE, 0x8400};
+    int checked = 0;
+    for (int round = 0; round < 400; round++) {
+        /* kind 0: random normals; 1: extremes from the pool; 2: mostly -0.0; 3: finite
+         * values that cancel to an exact zero block; the special values only sometimes */
+        int kind = round % 4;
+        bool specials = round % 3 == 0;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t u = sf_test_rng_next(&r);
+            uint16_t h;
+            if (kind == 0) h = (uint16_t)(u & 0xFFFF);
+            else if (kind == 1) h = pool[u % 16];
+            else if (kind == 2) h = (u % 97) ? 0x8000 : (uint16_t)((u >> 8) & 0xFFFF);
+            else h = (uint16_t)(0x5000 + (u >> 8) % 0x2BFF) ^ (uint16_t)((i & 1) << 15);
+            if (kind == 3 && (i & 1)) h = x[i - 1] ^ 0x8000; /* the negation of the one before */
+            bool special = (h & 0x7C00) == 0x7C00;
+            if (special && !specials) h &= 0xBFFF;
+            x[i] = h;
+        }
+        for (int ii = 0; ii < nisas; ii++) {
+            const sf_scan_kernels *K = &sf_scan_portable_kernels;
+#ifdef SF_SCAN_X86
+            if (strcmp(isas[ii], "avx2") == 0) K = &sf_scan_avx2_kernels;
+            if (strcmp(isas[ii], "avx512") == 0) K = &sf_scan_avx512_kernels;
+#endif
+            for (int fl = 0; fl < 4; fl++) {
+                bool rev = fl & 1;
+                int64_t ex = (fl >> 1) & 1, len = n - 1;
+                sf_seq s;
+                memset(&s, 0, sizeof s);
+                s.x = x;
+                s.xs = rev ? -1 : 1;
+                s.x0 = rev ? len - 1 + ex : -ex;
+                s.lo = ex;
+                s.y = y;
+                s.ys = rev ? -1 : 1;
+                s.y0 = rev ? len - 1 : 0;
+                s.len = len;
+                s.xdt = s.ydt = SCANFUSE_FLOAT16;
+                /* whole and split ranges: a reduce starts at a block boundary */
+                for (int64_t a = 0; a < len; a += 3 * SF_SCAN_BLOCK) {
+                    sf_dd ls = {-0.0, -0.0}, lr = {-0.0, -0.0};
+                    K->fsum_scan(&s, a, len, -0.0, &ls);
+                    K->fsum_reduce(&s, a, len, &lr);
+                    bool same = (isnan(ls.hi) && isnan(lr.hi)) ||
+                                (memcmp(&ls.hi, &lr.hi, 8) == 0 && memcmp(&ls.lo, &lr.lo, 8) == 0);
+                    CHECKF(same, "float16 reduce vs scan on %s: round %d kind %d%s%s from %lld: reduce (%a, %a), scan (%a, %a)",
+                           isas[ii], round, kind, rev ? " rev" : "", ex ? " excl" : "", (long long)a, lr.hi, lr.lo,
+                           ls.hi, ls.lo);
+                    checked++;
+                }
+            }
+        }
+    }
+    printf("  float16 partition summaries: %d reduce/scan pairs identical\n", checked);
+    free(x);
+    free(y);
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* The public API with options.threads                                                 */
 /* ---------------------------------------------------------------------------------- */
 
@@ -755,6 +832,7 @@ int main(void) {
     sf_cpu_scan_mt_min_bytes = 0; /* spread even small scans over threads */
     conversions();
     bytes_sweep();
+    reduce_vs_scan();
     printf("  %d byte-exact cases over %d instruction sets and 1, 2, 3, 7 threads\n", case_no, nisas);
     accuracy();
     sf_cpu_scan_mt_min_bytes = saved;

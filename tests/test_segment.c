@@ -19,6 +19,11 @@
  *     written on demand, out-of-range indices: the same error status), each set once
  *     with tiles sized for the cache and once with tiny tiles (fixed seeds; a failure
  *     prints the program).
+ *  4. The row combine (cpu_rows.c: gathered rows times a weight per row, summed over
+ *     the slots, maybe cast to bfloat16) gives the op-by-op bytes on values chosen to
+ *     reach each of its paths (sums near rounding boundaries, sums not exact in
+ *     double, subnormals, zeros, infinities and NaN, bad indices), with tiny and normal
+ *     tiles and with streaming stores forced on.
  */
 #include "harness.h"
 #include "sf.h"
@@ -159,23 +164,12 @@ static tbuf *run_fusion(const scanfuse_fusion *f, tbuf *ins, int fuse, int threa
     return outs;
 }
 
-/* Fused with 1, 2 and 3 threads against op by op: the same status, the same bytes.
- * Returns false (after a failed check naming `what`) on a difference. */
-static bool compare_fused(const scanfuse_fusion *f, uint64_t seed, const char *what,
-                          const char *text) {
+/* Fused with 1, 2 and 3 threads against op by op, on the given inputs (freed here):
+ * the same status, the same bytes.  Returns false (after a failed check naming `what`)
+ * on a difference. */
+static bool compare_fused_on(const scanfuse_fusion *f, tbuf *ins, const char *what,
+                             const char *text) {
     int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
-    tbuf *ins = calloc((size_t)(nin ? nin : 1), sizeof *ins);
-    sf_test_rng r;
-    sf_test_rng_seed(&r, seed);
-    for (int i = 0; i < nin; i++) {
-        const char *name;
-        scanfuse_dtype dt;
-        int nd;
-        int64_t sh[SCANFUSE_MAX_DIMS];
-        scanfuse_fusion_input_info(f, i, &name, &dt, &nd, sh);
-        tbuf_init(&ins[i], dt, nd, sh);
-        tbuf_fill(&ins[i], &r);
-    }
     char err0[SF_ERR_LEN] = "", err1[SF_ERR_LEN] = "";
     scanfuse_status st0, st1;
     tbuf *ref = run_fusion(f, ins, 0, 1, &st0, err0, sizeof err0);
@@ -212,6 +206,31 @@ static bool compare_fused(const scanfuse_fusion *f, uint64_t seed, const char *w
     if (ref) tbufs_free(ref, nout);
     tbufs_free(ins, nin);
     return ok;
+}
+
+/* Allocates f's inputs (zeroed). */
+static tbuf *alloc_inputs(const scanfuse_fusion *f) {
+    int nin = scanfuse_fusion_num_inputs(f);
+    tbuf *ins = calloc((size_t)(nin ? nin : 1), sizeof *ins);
+    for (int i = 0; i < nin; i++) {
+        const char *name;
+        scanfuse_dtype dt;
+        int nd;
+        int64_t sh[SCANFUSE_MAX_DIMS];
+        scanfuse_fusion_input_info(f, i, &name, &dt, &nd, sh);
+        tbuf_init(&ins[i], dt, nd, sh);
+    }
+    return ins;
+}
+
+/* compare_fused_on with random inputs from `seed` (tbuf_fill). */
+static bool compare_fused(const scanfuse_fusion *f, uint64_t seed, const char *what,
+                          const char *text) {
+    tbuf *ins = alloc_inputs(f);
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    for (int i = 0; i < scanfuse_fusion_num_inputs(f); i++) tbuf_fill(&ins[i], &r);
+    return compare_fused_on(f, ins, what, text);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -807,6 +826,115 @@ static void test_random(uint64_t seed) {
     printf("random programs: %d built of %d\n", built, tried);
 }
 
+/* ------------------------------------------------------------------------------ */
+/* 4. the row combine (cpu_rows.c) against op by op                                 */
+/* ------------------------------------------------------------------------------ */
+
+/* A float for the combine's rows or weights, picked to reach every path of the row
+ * combine: plain values; values on a coarse grid (with unit weights their sums are
+ * exact and often fall on bfloat16 rounding boundaries); huge and tiny magnitudes side
+ * by side (sums that are not exact in double); subnormals; zeros of both signs; and,
+ * when `special`, infinities (then NaN from inf - inf or inf * 0: the tile runs step by
+ * step). */
+static double combine_value(sf_test_rng *r, int mode, bool special) {
+    uint64_t u = sf_test_rng_next(r);
+    double v = sf_test_rng_uniform(r) * 4.0 - 2.0;
+    switch (mode) {
+    case 0: break;
+    case 1: v = (double)((int64_t)(u % 64) - 32) / 8.0; break;
+    case 2: v = (u & 1) ? v * 1e30 : v * 1e-30; break;
+    default: v = (u & 1) ? v * 1e-39 : v; break; /* float32 subnormals */
+    }
+    if (u % 53 == 0) v = (u & 64) ? -0.0 : 0.0;
+    /* (infinities only: every NaN they make is the default NaN; two NaNs of different
+     * payloads meeting in one sum propagate by operand order, which the compiler may
+     * pick differently in the fused and op-by-op sums) */
+    if (special && u % 211 == 1) v = (u & 64) ? INFINITY : -INFINITY;
+    return v;
+}
+
+/* Programs the combine runs, fused against op by op: a gather of rows of x (by
+ * take_along_dim, through lazily written rows, or by index_select), times one weight
+ * per row, summed over the k slots, maybe cast to bfloat16.  x and w dtypes, k, the row
+ * length (tails of the 16-lane blocks), the value modes and bad indices vary. */
+static void test_combine(uint64_t seed) {
+    static const int64_t Ks[] = {1, 2, 3, 8}, Hs[] = {1, 17, 100, 1031};
+    static const scanfuse_dtype xdts[] = {SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32};
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    int failed = 0;
+    for (int i = 0; i < 48 && failed < 3; i++) {
+        int64_t T = 3 + (int64_t)(sf_test_rng_next(&r) % 20), K = Ks[sf_test_rng_next(&r) % 4];
+        int64_t H = Hs[sf_test_rng_next(&r) % 4], R = T * K;
+        scanfuse_dtype xd = xdts[sf_test_rng_next(&r) % 2], wd = xdts[sf_test_rng_next(&r) % 2];
+        int form = (int)(sf_test_rng_next(&r) % 3), mode = (int)(sf_test_rng_next(&r) % 4);
+        bool cast = sf_test_rng_next(&r) % 4 != 0, special = sf_test_rng_next(&r) % 4 == 0;
+        bool bad_index = sf_test_rng_next(&r) % 8 == 0, unit = sf_test_rng_next(&r) % 2 == 0;
+        char text[2048];
+        int len = snprintf(text, sizeof text, "input x: %s[%lld, %lld]\n",
+                           scanfuse_dtype_name(xd), (long long)R, (long long)H);
+        const char *rows = "x";
+        if (form == 2) { /* index_select: one output row summed over all K selected rows */
+            len += snprintf(text + len, sizeof text - (size_t)len,
+                            "input idx: int64[%lld]\ninput w: %s[%lld, 1]\n"
+                            "s = sum(mul(index_select(x, 0, idx), w), dim=0)\n",
+                            (long long)K, scanfuse_dtype_name(wd), (long long)K);
+        } else {
+            len += snprintf(text + len, sizeof text - (size_t)len,
+                            "input idx: int64[%lld, %lld]\ninput w: %s[%lld, %lld]\n", (long long)T,
+                            (long long)K, scanfuse_dtype_name(wd), (long long)T, (long long)K);
+            if (form == 1) { /* rows written on demand, read back through the combine */
+                len += snprintf(text + len, sizeof text - (size_t)len,
+                                "input tok: int64[%lld]\np = index_select(x, 0, tok)\n",
+                                (long long)R);
+                rows = "p";
+            }
+            len += snprintf(text + len, sizeof text - (size_t)len,
+                            "g = take_along_dim(reshape(%s, [%lld, 1, %lld]), reshape(idx, [%lld, "
+                            "%lld, 1]), dim=0)\ns = sum(mul(g, reshape(w, [%lld, %lld, 1])), dim=1)\n",
+                            rows, (long long)R, (long long)H, (long long)T, (long long)K,
+                            (long long)T, (long long)K);
+        }
+        len += snprintf(text + len, sizeof text - (size_t)len, "%soutput %s%s\n",
+                        cast ? "o = cast(s, bfloat16)\n" : "", cast ? "o" : "s",
+                        form == 1 ? ", p" : "");
+        scanfuse_fusion *f = scanfuse_parse(text, "combine");
+        CHECKF(f && scanfuse_fusion_status(f) == SCANFUSE_OK, "combine program %d: %s\n%s", i,
+               f ? scanfuse_fusion_error(f) : "NULL", text);
+        if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+            scanfuse_fusion_free(f);
+            failed++;
+            continue;
+        }
+        tbuf *ins = alloc_inputs(f);
+        for (int k = 0; k < scanfuse_fusion_num_inputs(f); k++) {
+            const char *name;
+            scanfuse_dtype dt;
+            int nd;
+            int64_t sh[SCANFUSE_MAX_DIMS];
+            scanfuse_fusion_input_info(f, k, &name, &dt, &nd, sh);
+            int64_t n = (int64_t)(ins[k].bytes / scanfuse_dtype_size(dt));
+            for (int64_t e = 0; e < n; e++) {
+                if (strcmp(name, "x") == 0) {
+                    sf_store_f64(ins[k].data, e, dt, combine_value(&r, mode, special));
+                } else if (strcmp(name, "w") == 0) {
+                    double v = unit ? ((sf_test_rng_next(&r) & 1) ? 1.0 : -0.5)
+                                    : combine_value(&r, mode == 2 ? 0 : mode, special);
+                    sf_store_f64(ins[k].data, e, dt, v);
+                } else { /* idx, tok: rows in range, now and then one that is not */
+                    int64_t v = (int64_t)(sf_test_rng_next(&r) % (uint64_t)R);
+                    if (bad_index && sf_test_rng_next(&r) % 97 == 0) v = (e & 1) ? R + 3 : -1;
+                    sf_store_i64(ins[k].data, e, dt, v);
+                }
+            }
+        }
+        char what[64];
+        snprintf(what, sizeof what, "combine program %d", i);
+        if (!compare_fused_on(f, ins, what, text)) failed++;
+        scanfuse_fusion_free(f);
+    }
+}
+
 int main(void) {
     test_structure();
     test_moe_targets();
@@ -819,6 +947,14 @@ int main(void) {
     test_random(4242);
     test_random_index(7);
     test_golden();
+    test_combine(99);
     sf_cpu_fused_tile_elems = 0;
+    test_combine(2024);
+    /* streaming stores everywhere they are allowed (the same bytes) */
+    int64_t nt = sf_cpu_rows_nt_min_bytes;
+    sf_cpu_rows_nt_min_bytes = 0;
+    test_combine(5);
+    test_random_index(11);
+    sf_cpu_rows_nt_min_bytes = nt;
     return sf_test_finish("test_segment");
 }

@@ -82,6 +82,8 @@ typedef struct cli_tensor {
     size_t nbytes;
     int64_t numel;
     scanfuse_dl_tensor dl;
+    void *dev; /* --device cuda: the device copy (sf_cuda_alloc), else NULL */
+    int dev_id;
 } cli_tensor;
 
 /* ------------------------------------------------------------------------------ */
@@ -114,7 +116,8 @@ static const char usage_text[] =
     "  scanfuse --help | --version\n"
     "\n"
     "options for run and bench:\n"
-    "  --device cpu|cuda|reference     where to run (default cpu)\n"
+    "  --device cpu|cuda[:N]|reference where to run (default cpu); cuda copies the inputs\n"
+    "                                  to the GPU and the outputs back, outside the timing\n"
     "  --threads N                     worker threads (default 0: every core)\n"
     "  --seed S                        seed of the generated inputs (default 0)\n"
     "  --in NAME=PATH.npy              take input NAME from a .npy file (repeatable);\n"
@@ -247,10 +250,18 @@ static bool parse_args(int argc, char **argv, cli_opts *o) {
             NEED_VALUE();
             if (strcmp(val, "cpu") == 0) o->options.device = SCANFUSE_DEVICE_CPU;
             else if (strcmp(val, "cuda") == 0) o->options.device = SCANFUSE_DEVICE_CUDA;
-            else if (strcmp(val, "reference") == 0 || strcmp(val, "ref") == 0)
+            else if (strncmp(val, "cuda:", 5) == 0) {
+                int64_t id;
+                if (!parse_i64(val + 5, 0, 1023, &id)) {
+                    fail("--device %s: the device number must be 0..1023", val);
+                    return false;
+                }
+                o->options.device = SCANFUSE_DEVICE_CUDA;
+                o->options.device_id = (int)id;
+            } else if (strcmp(val, "reference") == 0 || strcmp(val, "ref") == 0)
                 o->options.device = SCANFUSE_DEVICE_REFERENCE;
             else {
-                fail("unknown device '%s' (cpu, cuda or reference)", val);
+                fail("unknown device '%s' (cpu, cuda, cuda:N or reference)", val);
                 return false;
             }
             o->device_name = o->options.device == SCANFUSE_DEVICE_CPU    ? "cpu"
@@ -365,6 +376,8 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap) {
 }
 
 static void tensor_free(cli_tensor *t) {
+    if (t->dev) sf_cuda_free(t->dev_id, t->dev);
+    t->dev = NULL;
     free(t->data);
     t->data = NULL;
 }
@@ -404,6 +417,41 @@ static void tensor_dl(cli_tensor *t) {
     t->dl.dtype = scanfuse_dtype_to_dl(t->dtype);
     t->dl.shape = t->shape;
     t->dl.strides = NULL;
+}
+
+/* --device cuda: gives t a device buffer of its bytes (copied there when `upload`) and
+ * sets *dl to describe it; the host buffer stays for --check, printing and --out. */
+static bool tensor_to_device(const cli_opts *o, cli_tensor *t, bool upload,
+                             scanfuse_dl_tensor *dl) {
+    char msg[512];
+    t->dev_id = o->options.device_id;
+    if (sf_cuda_alloc(t->dev_id, t->nbytes, &t->dev, msg, sizeof msg) != SCANFUSE_OK ||
+        (upload && sf_cuda_copy_to_device(t->dev_id, t->dev, t->data, t->nbytes, msg,
+                                          sizeof msg) != SCANFUSE_OK)) {
+        fail("%s: cannot make its copy on cuda:%d: %s", t->name, t->dev_id, msg);
+        return false;
+    }
+    *dl = t->dl;
+    dl->data = t->dev;
+    dl->device.device_type = SCANFUSE_DL_CUDA;
+    dl->device.device_id = t->dev_id;
+    return true;
+}
+
+/* --device cuda: waits for the device and copies the outputs back to their host buffers. */
+static bool outputs_to_host(cli_tensor *outs, int nout) {
+    char msg[512];
+    if (nout > 0 && sf_cuda_synchronize(outs[0].dev_id, msg, sizeof msg) != SCANFUSE_OK) {
+        fail("cuda: %s", msg);
+        return false;
+    }
+    for (int i = 0; i < nout; i++)
+        if (outs[i].dev && sf_cuda_copy_to_host(outs[i].dev_id, outs[i].data, outs[i].dev,
+                                                outs[i].nbytes, msg, sizeof msg) != SCANFUSE_OK) {
+            fail("%s: cannot copy the output back from cuda: %s", outs[i].name, msg);
+            return false;
+        }
+    return true;
 }
 
 static uint64_t splitmix64(uint64_t *x) {
@@ -644,6 +692,31 @@ static bool time_copy(int64_t bytes, int repeat, double *secs) {
     return true;
 }
 
+/* Median seconds of a device-to-device copy that reads and writes `bytes` in total (the
+ * --device cuda baseline; each copy waited for, as each timed run is). */
+static bool time_copy_cuda(int device_id, int64_t bytes, int repeat, double *secs) {
+    size_t half = (size_t)(bytes / 2 > 0 ? bytes / 2 : 1);
+    void *src = NULL, *dst = NULL;
+    char msg[512];
+    double *t = sf_malloc(sizeof(double) * (size_t)repeat);
+    bool ok = t && sf_cuda_alloc(device_id, half, &src, msg, sizeof msg) == SCANFUSE_OK &&
+              sf_cuda_alloc(device_id, half, &dst, msg, sizeof msg) == SCANFUSE_OK &&
+              sf_cuda_memset(device_id, src, 1, half, msg, sizeof msg) == SCANFUSE_OK;
+    for (int i = 0; ok && i < CLI_WARMUP + repeat; i++) {
+        double t0 = now_seconds();
+        ok = sf_cuda_copy_on_device(device_id, dst, src, half, msg, sizeof msg) == SCANFUSE_OK &&
+             sf_cuda_synchronize(device_id, msg, sizeof msg) == SCANFUSE_OK;
+        double t1 = now_seconds();
+        if (i >= CLI_WARMUP) t[i - CLI_WARMUP] = t1 - t0;
+    }
+    if (ok) *secs = median(t, repeat);
+    else fail("%s", t ? msg : "out of memory");
+    sf_cuda_free(device_id, src);
+    sf_cuda_free(device_id, dst);
+    free(t);
+    return ok;
+}
+
 static int threads_used(int requested) {
     if (requested > 0) return requested;
 #ifdef _SC_NPROCESSORS_ONLN
@@ -662,9 +735,17 @@ static int do_bench(const cli_opts *o, scanfuse_program *p, cli_tensor *ins, int
         fail("out of memory");
         return 1;
     }
+    bool cuda = o->options.device == SCANFUSE_DEVICE_CUDA;
+    char msg[512];
     for (int i = 0; i < CLI_WARMUP + repeat; i++) {
         double t0 = now_seconds();
         scanfuse_status st = scanfuse_run(p, din, nin, dout, nout);
+        if (st == SCANFUSE_OK && cuda &&
+            sf_cuda_synchronize(o->options.device_id, msg, sizeof msg) != SCANFUSE_OK) {
+            fail("%s: cuda: %s", o->file, msg);
+            free(t);
+            return 1;
+        }
         double t1 = now_seconds();
         if (st != SCANFUSE_OK) {
             fail("%s: run failed: %s", o->file, scanfuse_program_error(p));
@@ -684,8 +765,9 @@ static int do_bench(const cli_opts *o, scanfuse_program *p, cli_tensor *ins, int
     int64_t moved = scanfuse_program_moved_bytes(p);
     int kernels = scanfuse_program_num_kernels(p);
     double copy_secs = 0.0;
-    if (!time_copy(bytes, repeat, &copy_secs)) {
-        fail("out of memory");
+    if (cuda ? !time_copy_cuda(o->options.device_id, bytes, repeat, &copy_secs)
+             : !time_copy(bytes, repeat, &copy_secs)) {
+        if (!cuda) fail("out of memory");
         return 1;
     }
     double gbps = secs > 0 ? (double)bytes / secs * 1e-9 : 0.0;
@@ -895,6 +977,12 @@ static int cmd_run(cli_opts *o) {
     }
     if (!load_inputs(f, o, ins, nin, &nloaded)) goto done;
     for (int i = 0; i < nin; i++) din[i] = ins[i].dl;
+    if (o->options.device == SCANFUSE_DEVICE_CUDA) {
+        for (int i = 0; i < nin; i++)
+            if (!tensor_to_device(o, &ins[i], true, &din[i])) goto done;
+        for (int i = 0; i < nout; i++)
+            if (!tensor_to_device(o, &outs[i], false, &dout[i])) goto done;
+    }
 
     p = scanfuse_compile(f, &o->options);
     if (!p) {
@@ -923,6 +1011,7 @@ static int cmd_run(cli_opts *o) {
         fail("%s: run failed: %s", o->file, scanfuse_program_error(p));
         goto done;
     }
+    if (o->options.device == SCANFUSE_DEVICE_CUDA && !outputs_to_host(outs, nout)) goto done;
     for (int i = 0; i < nout; i++) print_summary(&outs[i]);
     fflush(stdout);
     for (int i = 0; i < nout; i++) {

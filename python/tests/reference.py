@@ -1,5 +1,7 @@
 """NumPy float64 (and exact int64) references for scanfuse's scans, written from the
 semantics in docs/OPS.md and PyTorch's documentation: obvious loops, no cleverness."""
+import fractions
+
 import numpy as np
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
@@ -199,3 +201,25 @@ def make_input(dtype, shape, rng, op="cumsum"):
     else:
         x = rng.normal(0, 1, size=shape)
     return x.astype(dtype)
+
+
+def exact_scan(op, x, dim):
+    """The exact cumsum/cumprod of a float64 array along dim (Fractions), each prefix
+    rounded once to float64.  Where a row meets inf or NaN the rest of the row follows
+    float64 arithmetic from there.  For float64 results: a float64 scan rounded at every
+    step (NumPy's, PyTorch's) is no reference for another float64 scan."""
+    a = np.moveaxis(np.asarray(x, dtype=np.float64), dim, -1)
+    out = np.empty(a.shape, dtype=np.float64)
+    for idx in np.ndindex(a.shape[:-1]):
+        acc = fractions.Fraction(0 if op == "cumsum" else 1)
+        for t in range(a.shape[-1]):
+            v = a[idx + (t,)]
+            if not np.isfinite(v):
+                rest = a[idx + (slice(t, None),)]
+                prev = np.float64(float(acc))
+                out[idx + (slice(t, None),)] = (np.cumsum(rest) + prev if op == "cumsum"
+                                                else np.cumprod(rest) * prev)
+                break
+            acc = acc + fractions.Fraction(v) if op == "cumsum" else acc * fractions.Fraction(v)
+            out[idx + (t,)] = float(acc)
+    return np.moveaxis(out, -1, dim)

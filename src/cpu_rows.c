@@ -1,0 +1,356 @@
+/*
+ * cpu_rows.c — whole-row kernels of the fused CPU path (cpu_fused.c): row copies that
+ * can bypass the cache, and the weighted combine of a few rows,
+ *
+ *     out[h] = round( sum_j fl32(x_j[h] * w_j) ),  j = 0 .. k-1,
+ *
+ * which is what mul(rows, weights) -> sum over the k slots -> (cast) computes in the
+ * MoE combine, in one pass instead of a pass per op.
+ *
+ * The combine gives the generic kernels' bytes (docs/OPS.md):
+ *  - each product is a float32 multiply (correctly rounded, as the double product
+ *    rounded once to float32 is);
+ *  - the generic float sum is compensated (sf_cpu_sum2_add, then sf_cpu_sum2_result:
+ *    the exact sum of the products rounded once to float32).  Here the products are
+ *    summed in plain double (the same additions as the compensated sum's main chain)
+ *    with a bound e on that sum's error: |s - exact| <= (k - 1) * 2^-53 * sum |p_j|,
+ *    and the compensated value lies even closer to the exact sum.  When s - e and
+ *    s + e round to the same float32 (compared bit for bit, so -0 and +0 differ), every
+ *    value between them does too (rounding is monotonic), the exact sum and the
+ *    compensated value included: that float is the generic result.  Otherwise (the sum
+ *    lies within e of a rounding boundary: rare) that element is summed again with
+ *    the compensated arithmetic itself.  e is taken generously, (k + 2) * 2^-50 times
+ *    the float32 sum of |p_j| (itself within k * 2^-24 of the exact one), which also
+ *    covers the rounding of s - e and s + e;
+ *  - a sum that is not finite (a NaN or an infinity among the products, or an
+ *    overflow) makes the kernel return false: the caller reruns the generic kernels,
+ *    which give NaN payloads their own way;
+ *  - one slot (k = 1): the compensated sum of one element is 0 + p (-0 becomes +0);
+ *  - bfloat16 results round to nearest even from the float32 sum, as a cast does.
+ *
+ * Streaming: with `stream`, destinations are written with non-temporal stores (no
+ * read-for-ownership of lines that are overwritten whole, and no eviction of the
+ * data the tile still reads); the writer calls sf_cpu_stream_fence() before anything
+ * else may read them.  Bytes are the same either way.
+ *
+ * The combine's loops are compiled for AVX-512, AVX2 and the baseline, picked at run
+ * time; they hold IEEE float32/float64 arithmetic only, without contraction into fused
+ * multiply-adds (ISO C mode), so every clone gives the same bytes.
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define ROWS_SSE2 1
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ROWS_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef ROWS_CLONES
+#define ROWS_CLONES
+#endif
+
+/* Outputs this large are not read back from the cache by a later kernel anyway
+ * (about a quarter of the build machine's L3; tests set 0 to cover the streaming code). */
+int64_t sf_cpu_rows_nt_min_bytes = (int64_t)8 << 20;
+
+void sf_cpu_row_copy(void *dst, const void *src, size_t n, bool stream) {
+#ifdef ROWS_SSE2
+    if (stream) {
+        char *d = dst;
+        const char *s = src;
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15; /* stores need 16-byte alignment */
+        if (head > n) head = n;
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        n -= head;
+        for (; n >= 64; n -= 64, d += 64, s += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+            _mm_stream_si128((__m128i *)(void *)d, a);
+            _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+            _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+            _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+        }
+        for (; n >= 16; n -= 16, d += 16, s += 16)
+            _mm_stream_si128((__m128i *)(void *)d, _mm_loadu_si128((const __m128i *)(const void *)s));
+        memcpy(d, s, n);
+        return;
+    }
+#else
+    (void)stream;
+#endif
+    memcpy(dst, src, n);
+}
+
+void sf_cpu_stream_fence(void) {
+#ifdef ROWS_SSE2
+    _mm_sfence();
+#endif
+}
+
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* Element i of a row of float32 or bfloat16 as a float. */
+static inline float row_at(const void *row, bool bf16, int64_t i) {
+    if (bf16) {
+        uint16_t h;
+        memcpy(&h, (const char *)row + i * 2, 2);
+        return bf16_to_f32(h);
+    }
+    float f;
+    memcpy(&f, (const char *)row + i * 4, 4);
+    return f;
+}
+
+/* Lanes of one register block: s and a stay in registers across the k rows. */
+#define LANES 16
+/* Elements per call of the block kernel: its results stay in L1. */
+#define CHUNK 512
+
+/* y[i] = the combine at elements off .. off + m - 1 (m <= CHUNK), bad[i] set where the
+ * plain double sum is too close to a rounding boundary.  Returns the number of those,
+ * or -1 when some sum is not finite. */
+ROWS_CLONES
+static int combine_chunk(const void *const *rows, bool bf16, const float *w, int k, int64_t off,
+                         int64_t m, float *restrict y, unsigned char *restrict bad) {
+    int nonfinite = 0, nbad = 0;
+    const double scale = (double)(k + 2) * 0x1p-50;
+    if (k == 1) {
+        const float w0 = w[0];
+        const char *r0 = (const char *)rows[0];
+        for (int64_t i = 0; i < m; i++) {
+            float p = row_at(r0, bf16, off + i) * w0;
+            float v = 0.0f + p;
+            nonfinite |= !(v - v == 0.0f);
+            y[i] = v;
+        }
+        return nonfinite ? -1 : 0;
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += LANES) {
+        int64_t n = m - i0 < LANES ? m - i0 : LANES;
+        double s[LANES];
+        float a[LANES];
+        for (int l = 0; l < LANES; l++) {
+            s[l] = 0.0;
+            a[l] = 0.0f;
+        }
+        for (int j = 0; j < k; j++) {
+            const char *r = (const char *)rows[j];
+            const float wj = w[j];
+            if (n == LANES) {
+                for (int l = 0; l < LANES; l++) {
+                    float p = row_at(r, bf16, off + i0 + l) * wj;
+                    s[l] += (double)p;
+                    a[l] += fabsf(p);
+                }
+            } else {
+                for (int l = 0; l < n; l++) {
+                    float p = row_at(r, bf16, off + i0 + l) * wj;
+                    s[l] += (double)p;
+                    a[l] += fabsf(p);
+                }
+            }
+        }
+        float lo[LANES];
+        unsigned char b[LANES];
+        for (int l = 0; l < LANES; l++) {
+            double e = (double)a[l] * scale;
+            float hi = (float)(s[l] + e);
+            lo[l] = (float)(s[l] - e);
+            nonfinite |= !(s[l] - s[l] == 0.0);
+            b[l] = f32_bits(lo[l]) != f32_bits(hi);
+            nbad += b[l];
+        }
+        for (int l = 0; l < n; l++) {
+            y[i0 + l] = lo[l];
+            bad[i0 + l] = b[l];
+        }
+    }
+    return nonfinite ? -1 : nbad;
+}
+
+/* ---- bfloat16 results: float32 sums are enough ----
+ * A bfloat16 result is bf16(f32(exact sum)), a monotonic function g of the exact sum.
+ * The products are summed in float32 (s) along with their magnitudes (a), so that the
+ * exact sum lies within d = (2k + 4) * 2^-24 * a of s: the recursive float32 sum errs
+ * by at most (k - 1) * 2^-24 * sum |p_j| (to first order), a is within k * 2^-24 of
+ * sum |p_j|, and the rest covers the rounding of d and of s -/+ d.  When g(s - d) and
+ * g(s + d) are the same bfloat16 (s - d and s + d are floats, so g is one rounding),
+ * that is the result; the compensated sum the generic kernels compute lies in the same
+ * interval (it is within 2^-100 * sum |p_j| of the exact sum).  Otherwise (within d of
+ * a bfloat16 rounding boundary: about (4k + 8) * 2^-16 of the elements) the element is
+ * summed again with the compensated arithmetic.  Sixteen lanes per vector (GCC vector
+ * extensions: plain float32 and integer arithmetic, lowered per clone). */
+typedef float rv_f __attribute__((vector_size(64)));
+typedef uint32_t rv_u __attribute__((vector_size(64)));
+typedef uint16_t rv_h __attribute__((vector_size(32)));
+#define RV 16
+
+/* (Helpers pass vectors by pointer, never by value: the ABI of a vector argument
+ * would differ between the clones; they are always inlined anyway.) */
+#define RV_INLINE static inline __attribute__((always_inline))
+
+/* 16 elements of a float32 or bfloat16 row from element i, as floats. */
+RV_INLINE void load16(rv_f *v, const char *row, bool bf16, int64_t i) {
+    if (bf16) {
+        rv_h h;
+        memcpy(&h, row + i * 2, sizeof h);
+        *v = (rv_f)(__builtin_convertvector(h, rv_u) << 16);
+    } else {
+        memcpy(v, row + i * 4, sizeof *v);
+    }
+}
+
+/* The bfloat16 bits of 16 floats, rounded to nearest even (NaN excluded). */
+RV_INLINE void bf16_bits(rv_u *b, const rv_f *v) {
+    rv_u u = (rv_u)*v;
+    *b = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+/* Elements i .. i + 15 from their sums s and magnitudes a: their bfloat16 results, bad
+ * lanes (nonzero: near a rounding boundary) and non-finite lanes (bit 31 set).  No
+ * vector comparisons: GCC lowers their masks element by element on some targets. */
+RV_INLINE void bf16_check(const rv_f *s, const rv_f *a, float c, uint16_t *restrict h,
+                          uint16_t *restrict bad, rv_u *anybad, rv_u *nonfinite) {
+    rv_f d = *a * c, l = *s - d, u = *s + d;
+    rv_u lo, hi;
+    bf16_bits(&lo, &l);
+    bf16_bits(&hi, &u);
+    rv_u ne = lo ^ hi; /* both below 2^16 */
+    *anybad |= ne;
+    *nonfinite |= (((rv_u)*s & 0x7F800000u) + 0x00800000u) & 0x80000000u;
+    rv_h out = __builtin_convertvector(lo, rv_h), b = __builtin_convertvector(ne, rv_h);
+    memcpy(h, &out, sizeof out);
+    memcpy(bad, &b, sizeof b);
+}
+
+/* The bfloat16 combine at elements off .. off + m - 1 (m <= CHUNK, k >= 2) into h[];
+ * bad[i] nonzero where the element must be summed again.  Returns the number of bad
+ * elements (at least 1 when there are any), or -1 when some sum is not finite. */
+ROWS_CLONES
+static int combine_chunk_bf16(const void *const *rows, bool bf16, const float *w, int k,
+                              int64_t off, int64_t m, uint16_t *restrict h,
+                              uint16_t *restrict bad) {
+    const float c = (float)(2 * k + 4) * 0x1p-24f;
+    rv_u anybad = {0}, nonfinite = {0};
+    int64_t i0 = 0;
+    for (; i0 + 2 * RV <= m; i0 += 2 * RV) {
+        rv_f s0 = {0}, s1 = {0}, a0 = {0}, a1 = {0};
+        for (int j = 0; j < k; j++) {
+            const char *r = (const char *)rows[j];
+            const float wj = w[j];
+            rv_f p0, p1;
+            load16(&p0, r, bf16, off + i0);
+            load16(&p1, r, bf16, off + i0 + RV);
+            p0 *= wj;
+            p1 *= wj;
+            s0 += p0;
+            s1 += p1;
+            a0 += (rv_f)((rv_u)p0 & 0x7FFFFFFFu);
+            a1 += (rv_f)((rv_u)p1 & 0x7FFFFFFFu);
+        }
+        bf16_check(&s0, &a0, c, h + i0, bad + i0, &anybad, &nonfinite);
+        bf16_check(&s1, &a1, c, h + i0 + RV, bad + i0 + RV, &anybad, &nonfinite);
+    }
+    int nbad = 0, nf = 0;
+    for (int l = 0; l < RV; l++) {
+        nbad |= anybad[l] != 0;
+        nf |= nonfinite[l] != 0;
+    }
+    for (int64_t i = i0; i < m; i++) { /* the tail, one element at a time */
+        float s = 0.0f, a = 0.0f;
+        for (int j = 0; j < k; j++) {
+            float p = row_at(rows[j], bf16, off + i) * w[j];
+            s += p;
+            a += fabsf(p);
+        }
+        float d = a * c;
+        uint32_t lo = f32_bits(s - d), hi = f32_bits(s + d);
+        lo = (lo + 0x7FFFu + ((lo >> 16) & 1u)) >> 16;
+        hi = (hi + 0x7FFFu + ((hi >> 16) & 1u)) >> 16;
+        h[i] = (uint16_t)lo;
+        bad[i] = lo != hi;
+        nbad |= lo != hi;
+        nf |= (f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+    }
+    return nf ? -1 : nbad;
+}
+
+/* h[i] = y[i] rounded to bfloat16, to nearest even (the values are finite). */
+ROWS_CLONES
+static void to_bf16(const float *restrict y, uint16_t *restrict h, int64_t m) {
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t u = f32_bits(y[i]);
+        h[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    }
+}
+
+bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float *w, int k,
+                        int64_t n, void *out, scanfuse_dtype odt, bool stream) {
+    SF_ASSERT(k >= 1 && (xdt == SCANFUSE_FLOAT32 || xdt == SCANFUSE_BFLOAT16) &&
+              (odt == SCANFUSE_FLOAT32 || odt == SCANFUSE_BFLOAT16));
+    bool bf16 = xdt == SCANFUSE_BFLOAT16;
+    _Alignas(64) float y[CHUNK];
+    _Alignas(64) uint16_t h[CHUNK];
+    unsigned char bad[CHUNK];
+    uint16_t bad16[CHUNK];
+    size_t oes = scanfuse_dtype_size(odt);
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        int64_t m = n - off < CHUNK ? n - off : CHUNK;
+        char *dst = (char *)out + (size_t)off * oes;
+        if (odt == SCANFUSE_BFLOAT16 && k > 1) {
+            int nbad = combine_chunk_bf16(rows, bf16, w, k, off, m, h, bad16);
+            if (nbad < 0) return false;
+            for (int64_t i = 0; i < m && nbad > 0; i++) {
+                if (!bad16[i]) continue;
+                double hs = 0.0, ls = 0.0; /* the generic compensated sum, in slot order */
+                for (int j = 0; j < k; j++)
+                    sf_cpu_sum2_add(&hs, &ls, (double)(row_at(rows[j], bf16, off + i) * w[j]));
+                uint32_t u = f32_bits((float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32));
+                h[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+            }
+            sf_cpu_row_copy(dst, h, (size_t)m * 2, stream);
+            continue;
+        }
+        int nbad = combine_chunk(rows, bf16, w, k, off, m, y, bad);
+        if (nbad < 0) return false;
+        for (int64_t i = 0; i < m && nbad > 0; i++) {
+            if (!bad[i]) continue;
+            /* near a rounding boundary: the generic compensated sum, in slot order */
+            double hs = 0.0, ls = 0.0;
+            for (int j = 0; j < k; j++)
+                sf_cpu_sum2_add(&hs, &ls, (double)(row_at(rows[j], bf16, off + i) * w[j]));
+            y[i] = (float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32);
+            nbad--;
+        }
+        if (odt == SCANFUSE_FLOAT32) {
+            sf_cpu_row_copy(dst, y, (size_t)m * 4, stream);
+        } else {
+            to_bf16(y, h, m);
+            sf_cpu_row_copy(dst, h, (size_t)m * 2, stream);
+        }
+    }
+    return true;
+}
