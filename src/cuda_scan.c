@@ -35,8 +35,8 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=64"
- * (col_w=0 and col_g=0 choose from the shape).
+ * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,row_minb=6,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=0"
+ * (col_w=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
 
@@ -469,10 +469,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * sk.tsize;
         }
+        /* blocks an SM should hold (the register budget): with the look-back a thread
+         * holds only its running state across the wait, so more tiles fit in flight */
+        int minb = tune("row_minb", lb ? 6 : 4);
+        if (minb < 1) minb = 1;
+        if (minb > 8) minb = 8;
         sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256, 4) k%d(const sf_args a) {\n"
+                      "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
                       "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
+                      minb, ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
                       (long long)rows, (long long)len, (long long)tpr);
     } else {
         k->kind = SF_CUK_SCAN_COL;
@@ -485,13 +490,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t nchunks = ceil_div(len, r);
         int64_t ncb = ceil_div(ncols, w);
         int64_t ntiles = nchunks * ncb;
-        int gsz = tune("col_g", 0), g2 = tune("col_g2", 64);
-        if (gsz <= 0) {
-            /* each tile reads its group's earlier aggregates (c mod G per column): small
-             * problems take one group (every tile's prefix in one round: latency), large
-             * ones groups of 16 (the reads stay under the tile's own data) */
-            gsz = (nchunks <= 64 && ntiles <= (int64_t)sms * 8) ? (int)nchunks : 16;
-        }
+        /* each tile folds its group's earlier aggregates (c mod G per column) and the
+         * earlier groups' aggregates of its super-group, 8 loads a round: small problems
+         * (every tile resident at once) take groups of 8 in super-groups of 8, so a
+         * tile's prefix costs two short rounds and no chain for up to 64 chunks; large
+         * ones groups of 16 (the reads stay small beside the tile's own data) */
+        bool small = nchunks <= 64 && ntiles <= (int64_t)sms * 8;
+        int gsz = tune("col_g", 0), g2 = tune("col_g2", 0);
+        if (gsz <= 0) gsz = small ? 8 : 16;
+        if (g2 <= 0) g2 = small ? 8 : 64;
         if (g2 < 1) g2 = 1;
         if (g2 > 1024) g2 = 1024;
         k->block = (unsigned)w;

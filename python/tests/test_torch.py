@@ -22,12 +22,15 @@ def make(dtype, shape, seed=0):
     return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
 
 
-def close_or_better(got, ours_ref, theirs):
-    """scanfuse must be at least as close to the float64 reference as torch (or exact)."""
+def close_or_better(got, ours_ref, theirs, slack=None):
+    """scanfuse must be at least as close to the float64 reference as torch (or exact),
+    give or take one ulp of the result, or `slack` (per element) where given."""
     ref = ours_ref.double()
     e_ours = (got.double() - ref).abs().nan_to_num(0)
     e_torch = (theirs.double() - ref).abs().nan_to_num(0)
     tol = torch.finfo(got.dtype).eps * ref.abs().nan_to_num(0) + 1e-300 if got.dtype.is_floating_point else 0
+    if slack is not None:
+        tol = torch.maximum(torch.as_tensor(tol, dtype=torch.float64), slack)
     assert bool((e_ours <= e_torch + tol).all())
 
 
@@ -46,7 +49,11 @@ def test_cumsum_cumprod_match_torch(op, dtype):
                 # at every step, so it is no reference for a float64 result)
                 ref = (torch.from_numpy(exact_scan(op, x.double().numpy(), dim))
                        if x.dim() and dtype == torch.float64 else getattr(torch, op)(x.double(), dim))
-                close_or_better(got, ref, want)
+                # float64 cumsum: the contract of DESIGN.md §1 is 2^-40 * sum|x| (blocks
+                # are summed in double, carries in double-double), not 1 ulp
+                slack = (torch.cumsum(x.double().abs(), dim) * 2.0 ** -40
+                         if op == "cumsum" and dtype == torch.float64 else None)
+                close_or_better(got, ref, want, slack)
             else:
                 assert torch.equal(got, want)
 

@@ -1,0 +1,80 @@
+#!/bin/bash
+# gpu_cli_bench.sh — issue 5's scan table through `scanfuse bench --device cuda`: one
+# fusion file per case, each timed (median of --repeat, every run waited for) against a
+# device-to-device copy of the same bytes in the same process.  Faster than
+# gpu_bench.py (no float64 reference per case: test_cuda checks correctness), so the
+# whole table fits in a couple of minutes.  Optional first argument "profile": also runs
+# Nsight Compute on the 1-D float32 scan kernel (sections: speed of light, memory,
+# warp states, occupancy) into $OUT/ncu_scan.txt, and the duration of every kernel of
+# one MoE routing run into $OUT/ncu_moe.txt.  "tune": also times the 1-D scans under
+# the SCANFUSE_CUDA_TUNE variants in TUNES (rows "case@variant" in the JSON).
+#   bench/gpu_cli_bench.sh [profile] [tune]   (after bench/gpu_run.sh has built build-gpu)
+# JSON lines: $OUT/gpu_cli_bench.jsonl (the CLI's --json object plus "case").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu_out}
+S=build-gpu/scanfuse
+D=$(mktemp -d)
+mkdir -p "$OUT"
+: > "$OUT/gpu_cli_bench.jsonl"
+scan() { # label dtype shape dim [extra attrs]
+    printf 'input x: %s[%s]\ny = cumsum(x, dim=%s%s)\noutput y\n' "$2" "$3" "$4" "${5:-}" > "$D/$1.sf"
+}
+scan 1d_f32_2p28 float32 268435456 0
+scan 1d_i64_2p28 int64 268435456 0
+scan 1d_f16_2p28 float16 268435456 0
+scan 1d_bf16_2p28 bfloat16 268435456 0
+scan 1d_i32_i64_2p28 int32 268435456 0 ", dtype=int64"
+scan 1d_f32_2p26 float32 67108864 0
+scan f32_4096x4096_d0 float32 "4096, 4096" 0
+scan f32_4096x4096_d1 float32 "4096, 4096" 1
+scan bf16_4096x4096_d0 bfloat16 "4096, 4096" 0
+scan bf16_4096x4096_d1 bfloat16 "4096, 4096" 1
+scan f32_64x131072_d1 float32 "64, 131072" 1
+scan f16_32x2p20_d1 float16 "32, 1048576" 1
+scan f32_8192x256_d0 float32 "8192, 256" 0
+printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/fused_bf16_8192.sf"
+cp examples/moe_routing.sf "$D/moe_routing.sf"
+cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
+case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
+case " $* " in *" tune "*) tunes=${TUNES:-"row_minb=4 row_minb=8 row_items=32 row_items=32,row_minb=8 row_items=8,row_minb=8"} ;; *) tunes="" ;; esac
+if [ $profile = 1 ] && command -v ncu >/dev/null; then
+    scan prof_f32_2p26 float32 67108864 0
+    timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+        --section Occupancy --section LaunchStats --section SchedulerStats --launch-skip 2 --launch-count 1 \
+        "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_scan.txt" 2>&1
+    echo "ncu: exit $?"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$OUT/ncu_scan.txt" | head -8
+    timeout 120 ncu --section SpeedOfLight "$S" run examples/moe_routing.sf --device cuda > "$OUT/ncu_moe.txt" 2>&1
+    echo "ncu moe: exit $?"
+    python3 - "$OUT/ncu_moe.txt" <<'PY'
+import re, sys
+name, rows = None, []
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+(k\d+) \((\d+), 1, 1\)x\((\d+), 1, 1\)", line)
+    if m: name = m.group(1) + " grid " + m.group(2) + " block " + m.group(3)
+    m = re.match(r"\s+Duration\s+(\S+)\s+([\d.,]+)", line)
+    if m and name:
+        v = float(m.group(2).replace(",", "")); v = v / 1000 if m.group(1) == "ns" else v * 1000 if m.group(1) == "ms" else v
+        rows.append((name, v)); name = None
+print("moe_routing kernels:", len(rows), "sum of durations %.1f us" % sum(v for _, v in rows))
+for n, v in sorted(rows, key=lambda r: -r[1])[:12]: print("  %-32s %8.1f us" % (n, v))
+PY
+fi
+printf '%-22s %10s %8s %8s %7s\n' case "time us" "GB/s" "copy" ratio
+for f in "$D"/*.sf; do
+    c=$(basename "$f" .sf)
+    case "$c" in prof_*) continue ;; esac
+    line=$(timeout 120 "$S" bench "$f" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
+        echo "$c: FAILED $(tail -2 "$OUT/err.txt")"; continue; }
+    echo "$line" | sed "s/^{/{\"case\": \"$c\", /" >> "$OUT/gpu_cli_bench.jsonl"
+    python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-22s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c"
+done
+for tv in $tunes; do
+    for c in 1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28; do
+        line=$(SCANFUSE_CUDA_TUNE=$tv timeout 120 "$S" bench "$D/$c.sf" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
+            echo "$c@$tv: FAILED $(tail -2 "$OUT/err.txt")"; continue; }
+        echo "$line" | sed "s/^{/{\"case\": \"$c@$tv\", /" >> "$OUT/gpu_cli_bench.jsonl"
+        python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-40s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c@$tv"
+    done
+done
+rm -rf "$D"
