@@ -113,6 +113,11 @@ class Program:
         self.ins = (DLTensor * max(1, len(inputs)))(*[dl_of(t, keep) for t in inputs])
         self.outs = (DLTensor * max(1, len(outputs)))(*[dl_of(t, keep) for t in outputs])
         self.nin, self.nout, self.keep = len(inputs), len(outputs), keep
+        # The tensors were made on PyTorch's current stream; the program runs on a pool
+        # stream, which PyTorch creates non-blocking: without this wait a first run could
+        # read inputs still being generated (the 2026-11-30 determinism row was measured
+        # without it, see bench/NOTES.md).
+        torch.cuda.synchronize()
 
     def __call__(self):
         st = self.sf.lib.scanfuse_run(self.p, self.ins, self.nin, self.outs, self.nout)
