@@ -310,6 +310,19 @@ extern double sf_cpu_scan_wait_s;
 /* sum, prod, max, min, mean, argmax, argmin. */
 void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work);
 
+/* The dims of a reduction over `in` split in two (red[e]: dim e is reduced): the kept
+ * dims' shape, input strides and contiguous output strides, the reduced dims' shape and
+ * input strides, how many elements each output reduces, and each side's smallest input
+ * stride among dims longer than 1 (which side to walk innermost).  Shared by
+ * sf_cpu_reduce and the fused float32 sum so that both walk the same order. */
+typedef struct sf_red_split {
+    int nk, nr;
+    int64_t kshape[SF_MAX_DIMS], kin[SF_MAX_DIMS], kout[SF_MAX_DIMS];
+    int64_t rshape[SF_MAX_DIMS], rin[SF_MAX_DIMS];
+    int64_t rcount, kmin, rmin;
+} sf_red_split;
+void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp);
+
 /* matmul.  scratch holds sf_cpu_matmul_scratch() bytes (8-aligned) for contiguous
  * float64/int64 copies of both operands and one accumulator row. */
 int64_t sf_cpu_matmul_scratch(int na, const int64_t *ashape, int nb, const int64_t *bshape);
@@ -374,13 +387,19 @@ extern int64_t sf_cpu_fused_tile_elems;
  * sf_cpu_stream_fence() before another thread may read what it wrote. */
 void sf_cpu_row_copy(void *dst, const void *src, size_t n, bool stream);
 void sf_cpu_stream_fence(void);
-/* The weighted combine of k rows of float32 or bfloat16 (xdt): out[h] = the sum over
- * j < k of fl32(rows[j][h] * w[j]), h < n, rounded once to odt (float32 or bfloat16),
- * the same bytes as mul -> compensated sum -> cast (see cpu_rows.c).  Returns false,
- * with out partly written, when a sum is not finite (the caller then recomputes with
- * the generic kernels).  `stream`: as in sf_cpu_row_copy. */
+/* The weighted combine of k <= 64 rows of float32 or bfloat16 (xdt): out[h] = the sum
+ * over j < k of fl32(rows[j][h] * w[j]), h < n, rounded once to odt (float32 or
+ * bfloat16), the same bytes as mul -> compensated sum -> cast (see cpu_rows.c).  With
+ * `copy` (k entries, NULL or not), copy[j] also gets the n elements of rows[j], read
+ * once for both (`copy_stream`: as `stream`).  Returns false, with out and the copies
+ * partly written, when a sum is not finite (the caller then recomputes with the
+ * generic kernels).  `stream`: as in sf_cpu_row_copy. */
 bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float *w, int k,
-                        int64_t n, void *out, scanfuse_dtype odt, bool stream);
+                        int64_t n, void *out, scanfuse_dtype odt, bool stream,
+                        void *const *copy, bool copy_stream);
+/* Test hook: the combine's kernel variant (0: the best this CPU has; 1: baseline,
+ * 2: AVX2, 3: AVX-512, each where the CPU has it, else the next lower). */
+extern int sf_cpu_rows_isa;
 /* Fused kernels write outputs (and lazy rows) of at least this many bytes with
  * streaming stores (a variable for tests and measurements). */
 extern int64_t sf_cpu_rows_nt_min_bytes;

@@ -1102,49 +1102,28 @@ static void fast_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
     int nd = in->ndim;
     bool red[SF_MAX_DIMS];
     reduced_dims(n, nd, red);
-    int64_t kshape[SF_MAX_DIMS], kin[SF_MAX_DIMS], kout[SF_MAX_DIMS];
-    int64_t rshape[SF_MAX_DIMS], rin[SF_MAX_DIMS];
-    int nk = 0, nr = 0;
-    int64_t rcount = 1, kmin = INT64_MAX, rmin = INT64_MAX;
-    for (int e = 0; e < nd; e++) {
-        if (red[e]) {
-            rshape[nr] = in->shape[e];
-            rin[nr] = in->strides[e];
-            rcount *= in->shape[e];
-            if (in->shape[e] > 1 && in->strides[e] < rmin) rmin = in->strides[e];
-            nr++;
-        } else {
-            kshape[nk] = in->shape[e];
-            kin[nk] = in->strides[e];
-            if (in->shape[e] > 1 && in->strides[e] < kmin) kmin = in->strides[e];
-            nk++;
-        }
-    }
-    int64_t stride = 1;
-    for (int i = nk - 1; i >= 0; i--) {
-        kout[i] = stride;
-        stride *= kshape[i] > 0 ? kshape[i] : 1;
-    }
-    if (sf_numel(nk, kshape) == 0) return;
-    const int64_t *ksp[2] = {kin, kout};
-    const int64_t *rsp[1] = {rin};
+    sf_red_split sp;
+    sf_cpu_red_split(in, red, &sp);
+    if (sf_numel(sp.nk, sp.kshape) == 0) return;
+    const int64_t *ksp[2] = {sp.kin, sp.kout};
+    const int64_t *rsp[1] = {sp.rin};
     sf_cpu_iter kit, rit;
     int64_t koffs[2], roffs[1], m, K;
     float x[SF_CPU_BLOCK], y[SF_CPU_BLOCK];
     double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK];
-    sf_cpu_iter_init(&kit, nk, kshape, 2, ksp);
-    if (rcount == 1 || kmin < rmin) {
+    sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
+    if (sp.rcount == 1 || sp.kmin < sp.rmin) {
         /* neighbouring outputs advance together, one reduced position at a time */
         while ((m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0) {
             int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
-            if (rcount == 1) {
+            if (sp.rcount == 1) {
                 load_f32(in->data, in->dtype, koffs[0], s_in, m, x);
                 for (int64_t j = 0; j < m; j++) y[j] = (float)(0.0 + (double)x[j]);
                 store_f32(out->data, out->dtype, koffs[1], s_out, m, y);
                 continue;
             }
             for (int64_t j = 0; j < m; j++) hi[j] = lo[j] = 0.0;
-            sf_cpu_iter_init(&rit, nr, rshape, 1, rsp);
+            sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
             while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
                 int64_t rs = sf_cpu_iter_stride(&rit, 0);
                 for (int64_t t = 0; t < K; t++) {
@@ -1166,7 +1145,7 @@ static void fast_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
     /* one output at a time, runs of its reduced elements */
     while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
         double h = 0.0, l = 0.0;
-        sf_cpu_iter_init(&rit, nr, rshape, 1, rsp);
+        sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
         while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
             load_f32(in->data, in->dtype, koffs[0] + roffs[0], sf_cpu_iter_stride(&rit, 0), K, x);
             for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)x[t]);
@@ -1396,11 +1375,14 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
     return true;
 }
 
-/* The row combine on one tile (plan_combine).  Returns false, having written nothing
+/* The row combine on one tile t (plan_combine).  Returns false, having written nothing
  * the steps would not rewrite, when the tile must run step by step: a layout it does
  * not handle, an index out of range (the steps report it), or a sum that is not
- * finite (the steps give the NaN bytes). */
-static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *hi) {
+ * finite (the steps give the NaN bytes).  Lazy rows: each row the tile owns is written
+ * by the combine that first reads it (the same loads feed both, and its stores overlap
+ * the arithmetic), then marked written (-3) once that combine has succeeded; rows left
+ * unmarked (the tile failed, or never reached them) are written by the caller. */
+static bool run_combine(const fused_run *fr, int64_t t, const int64_t *lo, const int64_t *hi) {
     const sf_cpu_fused *fp = fr->fp;
     const fcomb *cb = &fp->comb;
     const fstep *g = &fp->steps[0], *m = &fp->steps[1];
@@ -1417,9 +1399,11 @@ static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *h
     /* where row r of x is: x itself, or (lazy rows) the row of X it was copied from */
     const char *rbase = xv.data;
     int64_t rstride = xv.strides[0], nrows = xv.shape[0];
-    const sf_view *lidx = NULL;
+    const sf_view *lidx = NULL, *P = NULL;
+    int64_t *owner = NULL;
     if (cb->lazy) {
-        const sf_view *P = &fr->io[fp->lazy.dest_io], *X = &fr->io[fp->lazy.x_io];
+        const sf_view *X = &fr->io[fp->lazy.x_io];
+        P = &fr->io[fp->lazy.dest_io];
         int64_t plen = row_elems(P), xlen = row_elems(X);
         if (plen < 0 || xlen != plen || X->dtype != xv.dtype || xv.data != P->data ||
             xv.strides[0] != P->strides[0] || xv.shape[0] != P->shape[0] ||
@@ -1429,6 +1413,7 @@ static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *h
         rbase = X->data;
         rstride = X->strides[0];
         nrows = X->shape[0];
+        owner = (int64_t *)(void *)(fr->scratch + fp->owner_off);
     }
     /* element strides of the index, the weight and the output over the tile's domain */
     int64_t tshape[SF_MAX_DIMS], ist[SF_MAX_DIMS], wst[SF_MAX_DIMS], ost[SF_MAX_DIMS];
@@ -1448,6 +1433,8 @@ static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *h
     /* every output row of the tile: the dims before the slots, row-major */
     int64_t pos[SF_MAX_DIMS] = {0}, nout = sf_numel(nd - 2, tshape);
     const void *rows[COMB_MAX_K];
+    void *copy[COMB_MAX_K];
+    int64_t prow[COMB_MAX_K];
     float w[COMB_MAX_K];
     for (int64_t o = 0; o < nout; o++) {
         int64_t ioff = 0, woff = 0, ooff = 0;
@@ -1460,6 +1447,15 @@ static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *h
             int64_t r;
             sf_cpu_gather_i64(iv.data, iv.dtype, ioff + j * ist[nd - 2], 0, 1, iv.dtype, &r);
             if (r < 0 || r >= xv.shape[0]) return false;
+            /* a lazy row of this tile not yet written, and not by an earlier slot */
+            prow[j] = -1;
+            copy[j] = NULL;
+            bool mine = owner && owner[r] == t;
+            for (int64_t q = 0; mine && q < j; q++) mine = prow[q] != r;
+            if (mine) {
+                prow[j] = r;
+                copy[j] = (char *)P->data + r * P->strides[0] * (int64_t)xes;
+            }
             if (lidx)
                 sf_cpu_gather_i64(lidx->data, lidx->dtype, r * lidx->strides[0], 0, 1, lidx->dtype,
                                   &r);
@@ -1468,8 +1464,10 @@ static bool run_combine(const fused_run *fr, const int64_t *lo, const int64_t *h
             load_f32(wv.data, wv.dtype, woff + j * wst[nd - 2], 1, 1, &w[j]);
         }
         if (!sf_cpu_row_combine(rows, xv.dtype, w, (int)K, n, (char *)out.data + ooff * (int64_t)oes,
-                                out.dtype, cb->stream))
+                                out.dtype, cb->stream, owner ? copy : NULL, cb->lazy_stream))
             return false;
+        for (int64_t j = 0; owner && j < K; j++)
+            if (prow[j] >= 0) owner[prow[j]] = -3;
         for (int d = nd - 3; d >= 0; d--) { /* the next output row */
             if (++pos[d] < tshape[d]) break;
             pos[d] = 0;
@@ -1487,6 +1485,10 @@ static void run_tile(void *ctx, int64_t t, int worker) {
     int64_t lo[SF_MAX_DIMS], hi[SF_MAX_DIMS];
     tile_box(fp, t, lo, hi);
     char msg[SF_ERR_LEN];
+    /* The row combine writes the lazy rows it reads itself (run_combine); the rest are
+     * written here, after it (all of them when it cannot take the tile). */
+    bool comb_done = false, comb_rows = fp->comb.on && fp->comb.lazy;
+    if (fp->comb.on && comb_rows) comb_done = run_combine(fr, t, lo, hi);
     if (fp->has_lazy && !fp->lazy.eager) {
         owner_ctx oc = {(int64_t *)(void *)(fr->scratch + fp->owner_off), t, fr, work, msg,
                         SCANFUSE_OK};
@@ -1496,7 +1498,8 @@ static void run_tile(void *ctx, int64_t t, int worker) {
             return;
         }
     }
-    if (fp->comb.on && run_combine(fr, lo, hi)) {
+    if (fp->comb.on && !comb_rows) comb_done = run_combine(fr, t, lo, hi);
+    if (comb_done) {
         if (fp->comb.stream || fp->comb.lazy_stream) sf_cpu_stream_fence();
         return;
     }

@@ -167,6 +167,31 @@ static void red_finish(red_work *w, red_kind k, scanfuse_dtype dt, double count,
 
 size_t sf_cpu_reduce_work_size(void) { return sizeof(red_work); }
 
+void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp) {
+    sp->nk = sp->nr = 0;
+    sp->rcount = 1;
+    sp->kmin = sp->rmin = INT64_MAX;
+    for (int e = 0; e < in->ndim; e++) {
+        if (red[e]) {
+            sp->rshape[sp->nr] = in->shape[e];
+            sp->rin[sp->nr] = in->strides[e];
+            sp->rcount *= in->shape[e];
+            if (in->shape[e] > 1 && in->strides[e] < sp->rmin) sp->rmin = in->strides[e];
+            sp->nr++;
+        } else {
+            sp->kshape[sp->nk] = in->shape[e];
+            sp->kin[sp->nk] = in->strides[e];
+            if (in->shape[e] > 1 && in->strides[e] < sp->kmin) sp->kmin = in->strides[e];
+            sp->nk++;
+        }
+    }
+    int64_t stride = 1;
+    for (int i = sp->nk - 1; i >= 0; i--) {
+        sp->kout[i] = stride;
+        stride *= sp->kshape[i] > 0 ? sp->kshape[i] : 1;
+    }
+}
+
 void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work) {
     const sf_attrs *a = &node->a;
     int nd = in->ndim;
@@ -203,45 +228,24 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
     }
 
     /* Split the dims: kept ones (walked with the contiguous output) and reduced ones. */
-    int64_t kshape[SF_MAX_DIMS], kin[SF_MAX_DIMS], kout[SF_MAX_DIMS];
-    int64_t rshape[SF_MAX_DIMS], rin[SF_MAX_DIMS];
-    int nk = 0, nr = 0;
-    int64_t rcount = 1, kmin = INT64_MAX, rmin = INT64_MAX;
-    for (int e = 0; e < nd; e++) {
-        if (reduced[e]) {
-            rshape[nr] = in->shape[e];
-            rin[nr] = in->strides[e];
-            rcount *= in->shape[e];
-            if (in->shape[e] > 1 && in->strides[e] < rmin) rmin = in->strides[e];
-            nr++;
-        } else {
-            kshape[nk] = in->shape[e];
-            kin[nk] = in->strides[e];
-            if (in->shape[e] > 1 && in->strides[e] < kmin) kmin = in->strides[e];
-            nk++;
-        }
-    }
-    int64_t stride = 1;
-    for (int i = nk - 1; i >= 0; i--) {
-        kout[i] = stride;
-        stride *= kshape[i] > 0 ? kshape[i] : 1;
-    }
-    if (sf_numel(nk, kshape) == 0) return;
+    sf_red_split sp;
+    sf_cpu_red_split(in, reduced, &sp);
+    if (sf_numel(sp.nk, sp.kshape) == 0) return;
 
     red_work *w = work;
-    const int64_t *ksp[2] = {kin, kout};
-    const int64_t *rsp[1] = {rin};
+    const int64_t *ksp[2] = {sp.kin, sp.kout};
+    const int64_t *rsp[1] = {sp.rin};
     sf_cpu_iter kit, rit;
     int64_t koffs[2], roffs[1], m, K;
-    double count = (double)rcount;
+    double count = (double)sp.rcount;
 
-    if (kmin < rmin) {
+    if (sp.kmin < sp.rmin) {
         /* Column mode: neighbouring outputs advance together, one position per tile. */
-        sf_cpu_iter_init(&kit, nk, kshape, 2, ksp);
+        sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
         while ((m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0) {
             int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
             red_init(w, k, m);
-            sf_cpu_iter_init(&rit, nr, rshape, 1, rsp);
+            sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
             int64_t r = 0;
             while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
                 int64_t rs = sf_cpu_iter_stride(&rit, 0);
@@ -258,10 +262,10 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
         }
     } else {
         /* Row mode: one output at a time, runs of its reduced elements per tile. */
-        sf_cpu_iter_init(&kit, nk, kshape, 2, ksp);
+        sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
         while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
             red_init(w, k, 1);
-            sf_cpu_iter_init(&rit, nr, rshape, 1, rsp);
+            sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
             int64_t r = 0;
             while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
                 int64_t rs = sf_cpu_iter_stride(&rit, 0), off = koffs[0] + roffs[0];

@@ -48,6 +48,10 @@
 #define ROWS_SSE2 1
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ROWS_X86_VARIANTS 1
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define ROWS_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
@@ -123,6 +127,9 @@ static inline float row_at(const void *row, bool bf16, int64_t i) {
     memcpy(&f, (const char *)row + i * 4, 4);
     return f;
 }
+
+/* The most rows one combine takes (the caller's own limit is the same). */
+#define COMB_ROWS_MAX_K 64
 
 /* Lanes of one register block: s and a stay in registers across the k rows. */
 #define LANES 16
@@ -298,6 +305,166 @@ static int combine_chunk_bf16(const void *const *rows, bool bf16, const float *w
     return nf ? -1 : nbad;
 }
 
+/* ---- bfloat16 rows and results: the MoE combine's own kernel ----
+ * The same float32 sums and bound as combine_chunk_bf16, with less work per product:
+ * 64 bytes of a row (32 bfloat16) are loaded as 16 uint32 pairs, and the even elements
+ * are the pairs shifted left by 16, the odd ones the pairs with their low half cleared
+ * (two integer operations per 32 elements instead of widening conversions); the sums
+ * stay in that even/odd order and the results are packed back into pairs.  One slot
+ * (k = 1) needs no bound: the sum 0 + p is exact (c = 0).
+ *
+ * The block loop can also copy the rows it reads (the lazy rows of the MoE routing,
+ * each a copy of a source row) with the same loads: their stores then leave one line at
+ * a time between the arithmetic, so the writes to memory overlap the products instead
+ * of running before them.  The kernel is compiled for AVX-512, AVX2 and the baseline
+ * (rows_isa picks one; a test hook forces the others): the arithmetic is the same IEEE
+ * float32 and integer operations in the same order in each, and a result is returned
+ * only when it provably equals the compensated sum's, so every variant gives the same
+ * bytes. */
+
+/* Picks the variant: 0 = the best the CPU has, 1 = baseline, 2 = AVX2, 3 = AVX-512
+ * (tests set 1 and 2 to run the other variants on an AVX-512 machine). */
+int sf_cpu_rows_isa = 0;
+
+/* Copies 64 bytes (16-byte aligned dst), past the cache with `stream`.  SSE2 stores: the
+ * baseline of x86-64, so every variant has them; a line written by four consecutive
+ * stores leaves the write-combining buffer whole. */
+RV_INLINE void copy64(char *dst, const char *src, bool stream) {
+#ifdef ROWS_SSE2
+    if (stream) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(src + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(src + 48));
+        _mm_stream_si128((__m128i *)(void *)dst, a);
+        _mm_stream_si128((__m128i *)(void *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(void *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(void *)(dst + 48), e);
+        return;
+    }
+#else
+    (void)stream;
+#endif
+    memcpy(dst, src, 64);
+}
+
+/* The bfloat16 bits of a float's bits in the high half of the result, rounded to nearest
+ * even (NaN excluded). */
+RV_INLINE void round_hi(rv_u *u) {
+    *u = *u + 0x7FFFu + ((*u >> 16) & 1u);
+}
+
+/* Elements off .. off + m - 1 (m <= CHUNK) of the combine of k bfloat16 rows into
+ * bfloat16: h[] gets the results as pairs (element 2i in the low half of h[i]), bad[]
+ * nonzero halves where the element must be summed again; copy[j], when not NULL, gets
+ * elements off .. off + m - 1 of rows[j] (16-byte aligned at off).  Returns the number
+ * of bad pairs (at least 1 when there are any), or -1 when some sum is not finite. */
+RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c, int64_t off,
+                         int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
+                         char *const *copy, bool cstream) {
+    rv_u anybad = {0}, nonfinite = {0};
+    int64_t i0 = 0;
+    for (; i0 + 2 * RV <= m; i0 += 2 * RV) {
+        rv_f se = {0}, so = {0}, ae = {0}, ao = {0};
+        int64_t b = (off + i0) * 2;
+        for (int j = 0; j < k; j++) {
+            const char *src = rows[j] + b;
+            rv_u u;
+            memcpy(&u, src, sizeof u);
+            if (copy[j]) copy64(copy[j] + b, src, cstream);
+            const float wj = w[j];
+            rv_f pe = (rv_f)(u << 16) * wj, po = (rv_f)(u & 0xFFFF0000u) * wj;
+            se += pe;
+            so += po;
+            ae += (rv_f)((rv_u)pe & 0x7FFFFFFFu);
+            ao += (rv_f)((rv_u)po & 0x7FFFFFFFu);
+        }
+        rv_f de = ae * c, dO = ao * c;
+        rv_u le = (rv_u)(se - de), he = (rv_u)(se + de), lo = (rv_u)(so - dO),
+             ho = (rv_u)(so + dO);
+        round_hi(&le);
+        round_hi(&he);
+        round_hi(&lo);
+        round_hi(&ho);
+        rv_u out = (lo & 0xFFFF0000u) | (le >> 16);
+        rv_u bd = ((le ^ he) >> 16) | ((lo ^ ho) & 0xFFFF0000u);
+        anybad |= bd;
+        nonfinite |= ((((rv_u)se & 0x7F800000u) + 0x00800000u) |
+                      (((rv_u)so & 0x7F800000u) + 0x00800000u)) &
+                     0x80000000u;
+        memcpy(h + i0 / 2, &out, sizeof out);
+        memcpy(bad + i0 / 2, &bd, sizeof bd);
+    }
+    int nbad = 0, nf = 0;
+    for (int l = 0; l < RV; l++) {
+        nbad |= anybad[l] != 0;
+        nf |= nonfinite[l] != 0;
+    }
+    if (i0 < m) { /* the tail (the row's last chunk only), one element at a time */
+        uint16_t th[2 * RV], tb[2 * RV];
+        for (int64_t i = i0; i < m; i++) {
+            float s = 0.0f, a = 0.0f;
+            for (int j = 0; j < k; j++) {
+                float p = row_at(rows[j], true, off + i) * w[j];
+                s += p;
+                a += fabsf(p);
+            }
+            float d = a * c;
+            uint32_t l = f32_bits(s - d), u = f32_bits(s + d);
+            l = (l + 0x7FFFu + ((l >> 16) & 1u)) >> 16;
+            u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+            th[i - i0] = (uint16_t)l;
+            tb[i - i0] = (uint16_t)(l != u);
+            nbad |= l != u;
+            nf |= (f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+        }
+        memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
+        memcpy(bad + i0 / 2, tb, (size_t)(m - i0) * 2);
+        for (int j = 0; j < k; j++)
+            if (copy[j]) memcpy(copy[j] + (off + i0) * 2, rows[j] + (off + i0) * 2, (size_t)(m - i0) * 2);
+    }
+    return nf ? -1 : nbad;
+}
+
+typedef int (*pairs_fn)(const char *const *, const float *, int, float, int64_t, int64_t,
+                        uint32_t *restrict, uint32_t *restrict, char *const *, bool);
+
+static int pairs_base(const char *const *rows, const float *w, int k, float c, int64_t off,
+                      int64_t m, uint32_t *restrict h, uint32_t *restrict bad, char *const *copy,
+                      bool cstream) {
+    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+}
+
+#ifdef ROWS_X86_VARIANTS
+__attribute__((target("avx2,bmi,bmi2,popcnt")))
+static int pairs_avx2(const char *const *rows, const float *w, int k, float c, int64_t off,
+                      int64_t m, uint32_t *restrict h, uint32_t *restrict bad, char *const *copy,
+                      bool cstream) {
+    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt")))
+static int pairs_avx512(const char *const *rows, const float *w, int k, float c, int64_t off,
+                        int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
+                        char *const *copy, bool cstream) {
+    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+}
+#endif
+
+/* The variant for sf_cpu_rows_isa and this CPU. */
+static pairs_fn pairs_kernel(void) {
+#ifdef ROWS_X86_VARIANTS
+    int isa = sf_cpu_rows_isa;
+    __builtin_cpu_init();
+    bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+    if ((isa == 0 || isa == 3) && has512 && has2) return pairs_avx512;
+    if ((isa == 0 || isa >= 2) && has2) return pairs_avx2;
+#endif
+    return pairs_base;
+}
+
 /* h[i] = y[i] rounded to bfloat16, to nearest even (the values are finite). */
 ROWS_CLONES
 static void to_bf16(const float *restrict y, uint16_t *restrict h, int64_t m) {
@@ -308,18 +475,54 @@ static void to_bf16(const float *restrict y, uint16_t *restrict h, int64_t m) {
 }
 
 bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float *w, int k,
-                        int64_t n, void *out, scanfuse_dtype odt, bool stream) {
+                        int64_t n, void *out, scanfuse_dtype odt, bool stream,
+                        void *const *copy, bool copy_stream) {
     SF_ASSERT(k >= 1 && (xdt == SCANFUSE_FLOAT32 || xdt == SCANFUSE_BFLOAT16) &&
               (odt == SCANFUSE_FLOAT32 || odt == SCANFUSE_BFLOAT16));
     bool bf16 = xdt == SCANFUSE_BFLOAT16;
     _Alignas(64) float y[CHUNK];
     _Alignas(64) uint16_t h[CHUNK];
+    _Alignas(64) uint32_t hp[CHUNK / 2], badp[CHUNK / 2];
     unsigned char bad[CHUNK];
     uint16_t bad16[CHUNK];
-    size_t oes = scanfuse_dtype_size(odt);
+    size_t oes = scanfuse_dtype_size(odt), xes = scanfuse_dtype_size(xdt);
+    bool pairs = bf16 && odt == SCANFUSE_BFLOAT16;
+    pairs_fn pk = pairs ? pairs_kernel() : NULL;
+    const float c = k == 1 ? 0.0f : (float)(2 * k + 4) * 0x1p-24f;
+    /* the copies the pairs kernel makes as it reads (16-byte aligned ones); the others
+     * are copied chunk by chunk below, just before the chunk is read */
+    char *kcopy[COMB_ROWS_MAX_K];
+    bool any_copy = false;
+    SF_ASSERT(k <= COMB_ROWS_MAX_K);
+    for (int j = 0; j < k; j++) {
+        kcopy[j] = NULL;
+        if (!copy || !copy[j]) continue;
+        any_copy = true;
+        if (pairs && ((uintptr_t)copy[j] & 15) == 0) kcopy[j] = copy[j];
+    }
     for (int64_t off = 0; off < n; off += CHUNK) {
         int64_t m = n - off < CHUNK ? n - off : CHUNK;
         char *dst = (char *)out + (size_t)off * oes;
+        for (int j = 0; any_copy && j < k; j++)
+            if (copy[j] && !kcopy[j])
+                sf_cpu_row_copy((char *)copy[j] + (size_t)off * xes,
+                                (const char *)rows[j] + (size_t)off * xes, (size_t)m * xes,
+                                copy_stream);
+        if (pairs) {
+            int nbad = pk((const char *const *)rows, w, k, c, off, m, hp, badp, kcopy, copy_stream);
+            if (nbad < 0) return false;
+            for (int64_t i = 0; i < m && nbad > 0; i++) {
+                if (!(badp[i / 2] >> (i & 1 ? 16 : 0) & 0xFFFFu)) continue;
+                double hs = 0.0, ls = 0.0; /* the generic compensated sum, in slot order */
+                for (int j = 0; j < k; j++)
+                    sf_cpu_sum2_add(&hs, &ls, (double)(row_at(rows[j], bf16, off + i) * w[j]));
+                uint32_t u = f32_bits((float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32));
+                u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+                hp[i / 2] = i & 1 ? (hp[i / 2] & 0xFFFFu) | u << 16 : (hp[i / 2] & 0xFFFF0000u) | u;
+            }
+            sf_cpu_row_copy(dst, hp, (size_t)m * 2, stream);
+            continue;
+        }
         if (odt == SCANFUSE_BFLOAT16 && k > 1) {
             int nbad = combine_chunk_bf16(rows, bf16, w, k, off, m, h, bad16);
             if (nbad < 0) return false;

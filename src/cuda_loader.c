@@ -337,69 +337,63 @@ void sf_cuda_free(int device_id, void *dptr) {
     sf_cuda_ctx_leave(&c);
 }
 
-scanfuse_status sf_cuda_copy_to_device(int device_id, void *dst, const void *src, size_t bytes,
-                                       char *msg, size_t msglen) {
+/* The synchronous copies and fills: one call of the driver inside the device's context. */
+typedef enum { XFER_TO_DEVICE, XFER_TO_HOST, XFER_ON_DEVICE, XFER_FILL } xfer_kind;
+
+static scanfuse_status xfer(int device_id, xfer_kind kind, void *dst, const void *src, int byte,
+                            size_t bytes, char *msg, size_t msglen) {
     if (bytes == 0) return SCANFUSE_OK;
     sf_cuda_ctx c;
     scanfuse_status st = sf_cuda_ctx_enter(device_id, &c, msg, msglen);
     if (st != SCANFUSE_OK) return st;
     const sf_cuda_driver_api *d = sf_cuda_driver(NULL, 0);
-    sf_CUresult r = d->cuMemcpyHtoD((sf_CUdeviceptr)(uintptr_t)dst, src, bytes);
+    sf_CUdeviceptr ddst = (sf_CUdeviceptr)(uintptr_t)dst, dsrc = (sf_CUdeviceptr)(uintptr_t)src;
+    sf_CUresult r = 0;
+    const char *what = "";
+    switch (kind) {
+    case XFER_TO_DEVICE:
+        what = "cuMemcpyHtoD";
+        r = d->cuMemcpyHtoD(ddst, src, bytes);
+        break;
+    case XFER_TO_HOST:
+        what = "cuMemcpyDtoH";
+        r = d->cuMemcpyDtoH(dst, dsrc, bytes);
+        break;
+    case XFER_ON_DEVICE:
+        what = "cuMemcpyDtoD";
+        r = d->cuMemcpyDtoD(ddst, dsrc, bytes);
+        break;
+    case XFER_FILL:
+        what = "cuMemsetD8";
+        r = d->cuMemsetD8(ddst, (unsigned char)byte, bytes);
+        break;
+    }
     sf_cuda_ctx_leave(&c);
     if (r != 0) {
-        sf_cuda_errmsg(d, r, "cuMemcpyHtoD", msg, msglen);
+        sf_cuda_errmsg(d, r, what, msg, msglen);
         return SCANFUSE_ERROR_DEVICE;
     }
     return SCANFUSE_OK;
+}
+
+scanfuse_status sf_cuda_copy_to_device(int device_id, void *dst, const void *src, size_t bytes,
+                                       char *msg, size_t msglen) {
+    return xfer(device_id, XFER_TO_DEVICE, dst, src, 0, bytes, msg, msglen);
 }
 
 scanfuse_status sf_cuda_copy_to_host(int device_id, void *dst, const void *src, size_t bytes,
                                      char *msg, size_t msglen) {
-    if (bytes == 0) return SCANFUSE_OK;
-    sf_cuda_ctx c;
-    scanfuse_status st = sf_cuda_ctx_enter(device_id, &c, msg, msglen);
-    if (st != SCANFUSE_OK) return st;
-    const sf_cuda_driver_api *d = sf_cuda_driver(NULL, 0);
-    sf_CUresult r = d->cuMemcpyDtoH(dst, (sf_CUdeviceptr)(uintptr_t)src, bytes);
-    sf_cuda_ctx_leave(&c);
-    if (r != 0) {
-        sf_cuda_errmsg(d, r, "cuMemcpyDtoH", msg, msglen);
-        return SCANFUSE_ERROR_DEVICE;
-    }
-    return SCANFUSE_OK;
+    return xfer(device_id, XFER_TO_HOST, dst, src, 0, bytes, msg, msglen);
 }
 
 scanfuse_status sf_cuda_copy_on_device(int device_id, void *dst, const void *src, size_t bytes,
                                        char *msg, size_t msglen) {
-    if (bytes == 0) return SCANFUSE_OK;
-    sf_cuda_ctx c;
-    scanfuse_status st = sf_cuda_ctx_enter(device_id, &c, msg, msglen);
-    if (st != SCANFUSE_OK) return st;
-    const sf_cuda_driver_api *d = sf_cuda_driver(NULL, 0);
-    sf_CUresult r = d->cuMemcpyDtoD((sf_CUdeviceptr)(uintptr_t)dst,
-                                    (sf_CUdeviceptr)(uintptr_t)src, bytes);
-    sf_cuda_ctx_leave(&c);
-    if (r != 0) {
-        sf_cuda_errmsg(d, r, "cuMemcpyDtoD", msg, msglen);
-        return SCANFUSE_ERROR_DEVICE;
-    }
-    return SCANFUSE_OK;
+    return xfer(device_id, XFER_ON_DEVICE, dst, src, 0, bytes, msg, msglen);
 }
 
 scanfuse_status sf_cuda_memset(int device_id, void *dst, int byte, size_t bytes, char *msg,
                                size_t msglen) {
-    if (bytes == 0) return SCANFUSE_OK;
-    sf_cuda_ctx c;
-    scanfuse_status st = sf_cuda_ctx_enter(device_id, &c, msg, msglen);
-    if (st != SCANFUSE_OK) return st;
-    const sf_cuda_driver_api *d = sf_cuda_driver(NULL, 0);
-    sf_CUresult r = d->cuMemsetD8((sf_CUdeviceptr)(uintptr_t)dst, (unsigned char)byte, bytes);
-    sf_cuda_ctx_leave(&c);
-    if (r != 0) {
-        sf_cuda_errmsg(d, r, "cuMemsetD8", msg, msglen);
-        return SCANFUSE_ERROR_DEVICE;
-    }
-    return SCANFUSE_OK;
+    return xfer(device_id, XFER_FILL, dst, NULL, byte, bytes, msg, msglen);
 }
 
 scanfuse_status sf_cuda_synchronize(int device_id, char *msg, size_t msglen) {

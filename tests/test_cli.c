@@ -355,6 +355,12 @@ static void test_errors(void) {
     /* devices: the CUDA backend answers with a clear error (or runs, where it exists) */
     rc = cli("run '%s/examples/cumsum.sf' --device cuda", SF_SOURCE_DIR);
     CHECK_CLI(rc == 0 || (sf_test_contains(out, "cuda") && count_lines(out) == 1));
+    rc = cli("bench '%s/examples/cumsum.sf' --device cuda:0 --repeat 3", SF_SOURCE_DIR);
+    CHECK_CLI(rc == 0 || (sf_test_contains(out, "cuda") && count_lines(out) == 1));
+    rc = cli("run '%s/examples/cumsum.sf' --device cuda:x", SF_SOURCE_DIR);
+    CHECK_CLI(rc == 2 && sf_test_contains(out, "device number must be 0..1023"));
+    rc = cli("run '%s/examples/cumsum.sf' --device cuda:99999", SF_SOURCE_DIR);
+    CHECK_CLI(rc == 2 && sf_test_contains(out, "device number must be 0..1023"));
 
     /* --in / --out names and files */
     rc = cli("run '%s/examples/cumsum.sf' --in q=%s/x.npy", SF_SOURCE_DIR, tmpdir);
