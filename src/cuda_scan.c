@@ -35,7 +35,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,row_minb=6,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=0"
+ * SCANFUSE_CUDA_TUNE="row_items=16,row_g=256,row_g2=256,row_minb=6,row_static=0,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=0"
  * (col_w=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -463,11 +463,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         bool lb = tpr > 1;
         k->block = 256;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
+        /* row_static=1 (an experiment, off by default): tile = block index, so no tile
+         * ticket or done counter (two same-address atomics per tile); the flags are
+         * zeroed by a memset before each launch instead of by epochs.  It relies on
+         * blocks being dispatched in index order (a tile waits only for lower ones). */
+        bool stat = lb && tune("row_static", 0) == 1;
         if (lb) {
             int64_t ngr = rows * ceil_div(tpr, gsz), nsup = rows * ceil_div(tpr, (int64_t)gsz * g2);
             int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * sk.tsize;
+            if (stat) k->clear_bytes = 16 + (4 * nst + 15) / 16 * 16;
         }
         /* blocks an SM should hold (the register budget): with the look-back a thread
          * holds only its running state across the wait, so more tiles fit in flight */
@@ -476,8 +482,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (minb > 8) minb = 8;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                       minb, ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
+                      stat ? "true" : "false",
                       (long long)rows, (long long)len, (long long)tpr);
     } else {
         k->kind = SF_CUK_SCAN_COL;

@@ -439,6 +439,8 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
+    /* static tile ids (an experiment behind row_static=1) */
+    prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1,row_static=1", G_DEFAULT);
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_r=4", G_DEFAULT); /* column chain */
     prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_g2=2,col_r=5,col_w=64", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_g=4,col_g2=1,col_r=3", G_DEFAULT); /* G2 = 1 */
@@ -691,13 +693,13 @@ static void build_coverage(void) {
         finish(p);
     }
     {
-        prog *p = newprog(); /* the prefix chains of both look-backs */
+        prog *p = newprog(); /* the prefix chains of both look-backs (rows: static tiles) */
         P(p, "input a: float32[20000]\ninput b: int64[1000, 7]\n"
              "x = cumsum(a, dim=0)\ny, yi = cummax(b, dim=0, reverse=true)\n");
         out(p, "x", T_EXACT);
         out(p, "y", T_EXACT);
         finish(p);
-        p->tune = "row_g=2,row_g2=2,row_items=1,col_g=2,col_g2=2,col_r=4";
+        p->tune = "row_g=2,row_g2=2,row_items=1,row_static=1,col_g=2,col_g2=2,col_r=4";
     }
     /* reductions: every kernel shape, per state type */
     const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
