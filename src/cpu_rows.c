@@ -357,9 +357,14 @@ RV_INLINE void round_hi(rv_u *u) {
 
 /* Elements off .. off + m - 1 (m <= CHUNK) of the combine of k bfloat16 rows into
  * bfloat16: h[] gets the results as pairs (element 2i in the low half of h[i]), bad[]
- * nonzero halves where the element must be summed again; copy[j], when not NULL, gets
- * elements off .. off + m - 1 of rows[j] (16-byte aligned at off).  Returns the number
- * of bad pairs (at least 1 when there are any), or -1 when some sum is not finite. */
+ * nonzero halves where the element must be summed again.  copy[j], when not NULL, gets
+ * whole 64-byte aligned lines of rows[j]: with h = the bytes before copy[j]'s first
+ * line boundary, the block at byte b >= 64 of the row writes bytes b - 64 + h .. b + h - 1,
+ * which its loads have just passed (lines written whole by consecutive stores leave the
+ * write-combining buffers whole: a line split between two blocks, with the other rows'
+ * stores in between, would go out in pieces, several times slower); the caller copies
+ * the head [0, h) and what the last block leaves.  Returns the number of bad pairs (at
+ * least 1 when there are any), or -1 when some sum is not finite. */
 RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c, int64_t off,
                          int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
                          char *const *copy, bool cstream) {
@@ -379,8 +384,11 @@ RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c
             ae += (rv_f)((rv_u)pe & 0x7FFFFFFFu);
             ao += (rv_f)((rv_u)po & 0x7FFFFFFFu);
         }
-        for (int j = 0; j < k; j++)
-            if (copy[j]) copy64(copy[j] + b, rows[j] + b, cstream);
+        for (int j = 0; j < k && b >= 64; j++) { /* the line before this block */
+            if (!copy[j]) continue;
+            int64_t q = b - 64 + (int64_t)(-(uintptr_t)copy[j] & 63);
+            copy64(copy[j] + q, rows[j] + q, cstream);
+        }
         rv_f de = ae * c, dO = ao * c;
         rv_u le = (rv_u)(se - de), he = (rv_u)(se + de), lo = (rv_u)(so - dO),
              ho = (rv_u)(so + dO);
@@ -422,8 +430,6 @@ RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c
         }
         memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
         memcpy(bad + i0 / 2, tb, (size_t)(m - i0) * 2);
-        for (int j = 0; j < k; j++)
-            if (copy[j]) memcpy(copy[j] + (off + i0) * 2, rows[j] + (off + i0) * 2, (size_t)(m - i0) * 2);
     }
     return nf ? -1 : nbad;
 }
@@ -496,11 +502,19 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
     char *kcopy[COMB_ROWS_MAX_K];
     bool any_copy = false;
     SF_ASSERT(k <= COMB_ROWS_MAX_K);
+    /* the pairs kernel copies all but each row's head (the bytes before its first line
+     * boundary, copied here) and the bytes after its last whole block's line (copied at
+     * the end) */
+    size_t nb = (size_t)n * 2, kdone = n >= 2 * RV ? (size_t)(n / (2 * RV) - 1) * 64 : 0;
     for (int j = 0; j < k; j++) {
         kcopy[j] = NULL;
         if (!copy || !copy[j]) continue;
         any_copy = true;
-        if (getenv("H5_KC") && pairs && ((uintptr_t)copy[j] & 15) == 0) kcopy[j] = copy[j];
+        if (pairs && !getenv("H5_NOKC")) {
+            kcopy[j] = copy[j];
+            size_t hd = (size_t)(-(uintptr_t)copy[j] & 63);
+            sf_cpu_row_copy(copy[j], rows[j], hd < nb ? hd : nb, copy_stream);
+        }
     }
     for (int64_t off = 0; off < n; off += CHUNK) {
         int64_t m = n - off < CHUNK ? n - off : CHUNK;
@@ -525,6 +539,14 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
                 hp[i / 2] = i & 1 ? (hp[i / 2] & 0xFFFFu) | u << 16 : (hp[i / 2] & 0xFFFF0000u) | u;
             }
             sf_cpu_row_copy(dst, hp, (size_t)m * 2, stream);
+            if (off + m < n) continue;
+            for (int j = 0; j < k; j++) { /* the rest of the rows the kernel copied */
+                if (!kcopy[j]) continue;
+                size_t hd = (size_t)(-(uintptr_t)copy[j] & 63), from = n >= 2 * RV ? kdone + hd : hd;
+                if (from < nb)
+                    sf_cpu_row_copy(kcopy[j] + from, (const char *)rows[j] + from, nb - from,
+                                    copy_stream);
+            }
             continue;
         }
         if (odt == SCANFUSE_BFLOAT16 && k > 1) {

@@ -18,8 +18,9 @@
  *
  * Generic path (cumprod, logcumsumexp, float cumsum with a rounding dtype= conversion
  * or integer inputs, cummax/cummin of 64-bit dtypes or along columns): every row is
- * scanned sequentially in double-double (sums) or double, as before: tiles that are K
- * steps of one row or one step of up to SF_CPU_BLOCK neighbouring rows.  Integer and
+ * scanned sequentially in double-double (sums) or double, as before (logcumsumexp by
+ * the per-element recurrence of lse_tile, its exp and log passes vectorized): tiles that
+ * are K steps of one row or one step of up to SF_CPU_BLOCK neighbouring rows.  Integer and
  * max/min scans are exact, so both paths give the same bits.
  *
  * Threads (cpu_threads.c): used when the scan moves at least sf_cpu_scan_mt_min_bytes.
@@ -127,18 +128,202 @@ typedef enum scan_kind {
 /* Accumulators of up to SF_CPU_BLOCK rows and the blocks of one tile. */
 typedef struct scan_work {
     double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK]; /* float state (lo: sum compensation) */
+    double sh[SF_CPU_BLOCK], last[SF_CPU_BLOCK]; /* logcumsumexp: sum's high part, value */
+    double ta[SF_CPU_BLOCK], tb[SF_CPU_BLOCK];   /* logcumsumexp: per-element temporaries */
     int64_t iv[SF_CPU_BLOCK];                  /* integer state */
     int64_t idx[SF_CPU_BLOCK];                 /* cummax/cummin index */
     double xf[SF_CPU_BLOCK], yf[SF_CPU_BLOCK];
     int64_t xi[SF_CPU_BLOCK], yi[SF_CPU_BLOCK], yidx[SF_CPU_BLOCK];
 } scan_work;
 
-/* log(exp(a) + exp(b)); two equal infinities give that infinity, NaN propagates. */
-static inline double log_add_exp(double a, double b) {
-    if (isnan(a) || isnan(b)) return a + b;
-    double mx = a > b ? a : b, mn = a > b ? b : a;
-    if (mx == mn && isinf(mx)) return mx;
-    return mx + log1p(exp(mn - mx));
+/* ---- logcumsumexp ------------------------------------------------------------- *
+ * Per row, the state is the running maximum M and S = sum_j exp(x_j - M) as a
+ * double-double (S >= 1 once a finite element is in: the maximum's own term is 1).
+ * Element x: M' = max(M, x), S' = S * exp(M - M') + exp(x - M') (TwoSum into the
+ * double-double; the rescale is exactly 1 while the maximum stays), value
+ * M' + log(S'.hi + S'.lo).  The recurrence is per element, so tiles, row or column
+ * walks and thread counts all give the same bits; the two exponentials and the log of
+ * a whole tile are computed in separate, branch-free passes (below) that vectorize,
+ * where each step used to call libm's exp and log1p in a chain.  Error: a few ulps of double in S and its log, far inside the
+ * float32 ulp and the 2^-36 * (1 + |exact|) of docs/OPS.md.  An infinite maximum gives
+ * that infinity (log of S = 1), a NaN propagates, -inf elements add nothing. */
+
+static inline double f64_from(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+static inline uint64_t f64_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* e^x for x <= 0 (0 below -708, where it is below every S's ulp; exactly 1 at 0):
+ * x = k ln2 + r, |r| <= ln2/2 (Cody-Waite: ln2's high part has 32 significant bits, so
+ * k * LN2_HI is exact), e^r by its Taylor series to r^13/13!, scaled by 2^k through the
+ * exponent bits.  No branches, no integer conversions: the magic constant 1.5 * 2^52
+ * rounds x*log2(e) to the integer k and leaves k in the low bits. */
+static inline double exp_nonpos(double x) {
+    const double MAGIC = 0x1.8p52, LOG2E = 0x1.71547652b82fep0;
+    const double LN2_HI = 0x1.62e42feep-1, LN2_LO = 0x1.a39ef35793c76p-33;
+    double xc = x > -708.0 ? x : -708.0;
+    double t = xc * LOG2E + MAGIC;
+    double k = t - MAGIC;
+    double r = (xc - k * LN2_HI) - k * LN2_LO;
+    double p = 1.0 / 6227020800.0; /* 1/13! */
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    int64_t ki = (int64_t)(f64_bits(t) - f64_bits(MAGIC));
+    double scale = f64_from((uint64_t)(ki + 1023) << 52);
+    return x > -708.0 ? p * scale : 0.0;
+}
+
+/* log(s) for finite s >= 1: s = 2^e * f with f in [sqrt(1/2), sqrt(2)), log f =
+ * 2 atanh((f-1)/(f+1)) by its series (|z| <= 0.172: eleven terms), e * ln2 in two
+ * parts.  Exactly 0 at s = 1. */
+static inline double log_ge1(double s) {
+    const double MAGIC = 0x1.8p52;
+    const double LN2_HI = 0x1.62e42feep-1, LN2_LO = 0x1.a39ef35793c76p-33;
+    uint64_t b = f64_bits(s);
+    int64_t e = (int64_t)(b >> 52) - 1023;
+    double f = f64_from((b & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    bool big = f > 0x1.6a09e667f3bcdp0;
+    f = big ? f * 0.5 : f;
+    e = big ? e + 1 : e;
+    double ed = f64_from(f64_bits(MAGIC) + (uint64_t)e) - MAGIC;
+    double z = (f - 1.0) / (f + 1.0), z2 = z * z;
+    double p = 1.0 / 23.0;
+    p = p * z2 + 1.0 / 21.0;
+    p = p * z2 + 1.0 / 19.0;
+    p = p * z2 + 1.0 / 17.0;
+    p = p * z2 + 1.0 / 15.0;
+    p = p * z2 + 1.0 / 13.0;
+    p = p * z2 + 1.0 / 11.0;
+    p = p * z2 + 1.0 / 9.0;
+    p = p * z2 + 1.0 / 7.0;
+    p = p * z2 + 1.0 / 5.0;
+    p = p * z2 + 1.0 / 3.0;
+    p = p * z2 + 1.0;
+    return ed * LN2_HI + (2.0 * z * p + ed * LN2_LO);
+}
+
+/* The element-wise passes of a logcumsumexp tile, cloned for AVX-512 and AVX2 (picked
+ * at run time) so that they vectorize; IEEE double operations only, with no contraction
+ * into fused multiply-adds (ISO C mode), so every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define LSE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef LSE_CLONES
+#define LSE_CLONES
+#endif
+
+LSE_CLONES static void lse_exp_pass(double *restrict a, double *restrict d, int64_t n) {
+    for (int64_t q = 0; q < n; q++) {
+        a[q] = exp_nonpos(a[q]);
+        d[q] = exp_nonpos(d[q]);
+    }
+}
+
+LSE_CLONES static void lse_log_pass(double *restrict y, const double *restrict a, int64_t n) {
+    for (int64_t q = 0; q < n; q++) {
+        double sv = a[q] >= 1.0 && a[q] < INFINITY ? a[q] : 1.0;
+        y[q] = y[q] + log_ge1(sv);
+    }
+}
+
+/* One tile of logcumsumexp: K steps x m rows (element q = t*m + j), state of row j in
+ * hi (M), sh/lo (S), last (the value so far, for exclusive outputs). */
+static void lse_tile(scan_work *w, bool excl, int64_t K, int64_t m) {
+    double *restrict M = w->hi, *restrict SH = w->sh, *restrict SL = w->lo;
+    double *restrict last = w->last;
+    const double *restrict x = w->xf;
+    double *restrict a = w->ta, *restrict d = w->tb, *restrict y = w->yf;
+    const int64_t n = K * m;
+    /* pass 1 (in order): the running maxima; a = M_old - M_new and d = x - M_new
+     * (arguments of the two exponentials) where M_new is finite, else NaN markers */
+#define LSE_MAX(mv)                                                                     \
+    do {                                                                                \
+        double mo = mv, xv = x[q];                                                      \
+        double mn = isnan(mo) ? mo : isnan(xv) ? xv : (xv > mo ? xv : mo);              \
+        mv = mn;                                                                        \
+        y[q] = mn;                                                                      \
+        bool fin = isfinite(mn);                                                        \
+        a[q] = fin ? (mo == -INFINITY ? -INFINITY : mo - mn) : 0.0;                     \
+        d[q] = fin ? xv - mn : 0.0;                                                     \
+    } while (0)
+    if (m == 1) {
+        double mv = M[0];
+        for (int64_t q = 0; q < K; q++) LSE_MAX(mv);
+        M[0] = mv;
+    } else {
+        for (int64_t t = 0; t < K; t++)
+            for (int64_t j = 0; j < m; j++) {
+                const int64_t q = t * m + j;
+                LSE_MAX(M[j]);
+            }
+    }
+#undef LSE_MAX
+    /* pass 2 (vectorized): the exponentials */
+    lse_exp_pass(a, d, n);
+    /* pass 3 (in order): S = S * rescale + term, as a double-double; a = S's value.
+     * A rescale of exactly 1 (the maximum stayed) skips its two products: the same bits,
+     * one multiply less on the dependency chain.  Rows (m = 1) keep S in registers. */
+#define LSE_STEP(shv, slv)                                                              \
+    do {                                                                                \
+        if (!isfinite(y[q])) { /* an infinite maximum or a NaN: the value is M */      \
+            a[q] = 1.0;                                                                 \
+            break;                                                                      \
+        }                                                                               \
+        double hi = shv, lo = slv, e = d[q];                                            \
+        if (a[q] != 1.0) {                                                              \
+            hi *= a[q];                                                                 \
+            lo *= a[q];                                                                 \
+        }                                                                               \
+        double sum = hi + e, bb = sum - hi;                                             \
+        lo += (hi - (sum - bb)) + (e - bb);                                             \
+        shv = sum;                                                                      \
+        slv = lo;                                                                       \
+        a[q] = sum + lo;                                                                \
+    } while (0)
+    if (m == 1) {
+        double sh = SH[0], sl = SL[0];
+        for (int64_t q = 0; q < K; q++) LSE_STEP(sh, sl);
+        SH[0] = sh;
+        SL[0] = sl;
+    } else {
+        for (int64_t t = 0; t < K; t++)
+            for (int64_t j = 0; j < m; j++) {
+                const int64_t q = t * m + j;
+                LSE_STEP(SH[j], SL[j]);
+            }
+    }
+#undef LSE_STEP
+    /* pass 4 (vectorized): value = M + log(S) (log 1 = 0 for the markers) */
+    lse_log_pass(y, a, n);
+    /* exclusive outputs: each element gets its row's value before it */
+    if (excl) {
+        for (int64_t t = 0; t < K; t++)
+            for (int64_t j = 0; j < m; j++) {
+                const int64_t q = t * m + j;
+                double v = y[q];
+                y[q] = last[j];
+                last[j] = v;
+            }
+    }
 }
 
 static void init_state(scan_work *w, scan_kind k, scanfuse_dtype dt, int64_t m) {
@@ -156,13 +341,15 @@ static void init_state(scan_work *w, scan_kind k, scanfuse_dtype dt, int64_t m) 
     case K_PROD_I: iv = 1; break;
     case K_MAX_F: fv = -INFINITY; break;
     case K_MIN_F: fv = INFINITY; break;
-    case K_LSE: fv = -INFINITY; break;
+    case K_LSE: fv = -INFINITY; break; /* M; S = 0 + 0 and the value -inf below */
     case K_MAX_I: iv = sf_int_min(dt); break; /* bool: false */
     case K_MIN_I: iv = sf_int_max(dt); break; /* bool: true */
     }
     for (int64_t j = 0; j < m; j++) {
         w->hi[j] = fv;
         w->iv[j] = iv;
+        w->lo[j] = w->sh[j] = 0.0;
+        w->last[j] = -INFINITY;
     }
 }
 
@@ -211,8 +398,7 @@ static void scan_tile(scan_work *w, scan_kind k, scanfuse_dtype dt, bool excl, i
                   yf[q0 + j] = excl ? before : hi[j];)
         break;
     case K_LSE:
-        TILE_LOOP(double before = hi[j]; hi[j] = log_add_exp(hi[j], xf[q0 + j]);
-                  yf[q0 + j] = excl ? before : hi[j];)
+        lse_tile(w, excl, K, m);
         break;
     case K_SUM_I:
         TILE_LOOP(int64_t before = iv[j]; iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);
