@@ -355,6 +355,36 @@ RV_INLINE void round_hi(rv_u *u) {
     *u = *u + 0x7FFFu + ((*u >> 16) & 1u);
 }
 
+/* The elements i0 .. m - 1 of a chunk after its last whole block (the row's last chunk
+ * only), one at a time with the bound of pairs_body; nbad and nf carry the block
+ * loop's findings, and the result is pairs_body's. */
+static int pairs_tail(const char *const *rows, const float *w, int k, float c, int64_t off,
+                      int64_t i0, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
+                      int nbad, int nf) {
+    if (i0 < m) {
+        uint16_t th[2 * RV], tb[2 * RV];
+        for (int64_t i = i0; i < m; i++) {
+            float s = 0.0f, a = 0.0f;
+            for (int j = 0; j < k; j++) {
+                float p = row_at(rows[j], true, off + i) * w[j];
+                s += p;
+                a += fabsf(p);
+            }
+            float d = a * c;
+            uint32_t l = f32_bits(s - d), u = f32_bits(s + d);
+            l = (l + 0x7FFFu + ((l >> 16) & 1u)) >> 16;
+            u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+            th[i - i0] = (uint16_t)l;
+            tb[i - i0] = (uint16_t)(l != u);
+            nbad |= l != u;
+            nf |= (f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+        }
+        memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
+        memcpy(bad + i0 / 2, tb, (size_t)(m - i0) * 2);
+    }
+    return nf ? -1 : nbad;
+}
+
 /* Elements off .. off + m - 1 (m <= CHUNK) of the combine of k bfloat16 rows into
  * bfloat16: h[] gets the results as pairs (element 2i in the low half of h[i]), bad[]
  * nonzero halves where the element must be summed again.  copy[j], when not NULL, gets
@@ -410,28 +440,7 @@ RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c
         nbad |= anybad[l] != 0;
         nf |= nonfinite[l] != 0;
     }
-    if (i0 < m) { /* the tail (the row's last chunk only), one element at a time */
-        uint16_t th[2 * RV], tb[2 * RV];
-        for (int64_t i = i0; i < m; i++) {
-            float s = 0.0f, a = 0.0f;
-            for (int j = 0; j < k; j++) {
-                float p = row_at(rows[j], true, off + i) * w[j];
-                s += p;
-                a += fabsf(p);
-            }
-            float d = a * c;
-            uint32_t l = f32_bits(s - d), u = f32_bits(s + d);
-            l = (l + 0x7FFFu + ((l >> 16) & 1u)) >> 16;
-            u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-            th[i - i0] = (uint16_t)l;
-            tb[i - i0] = (uint16_t)(l != u);
-            nbad |= l != u;
-            nf |= (f32_bits(s) & 0x7F800000u) == 0x7F800000u;
-        }
-        memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
-        memcpy(bad + i0 / 2, tb, (size_t)(m - i0) * 2);
-    }
-    return nf ? -1 : nbad;
+    return pairs_tail(rows, w, k, c, off, i0, m, h, bad, nbad, nf);
 }
 
 typedef int (*pairs_fn)(const char *const *, const float *, int, float, int64_t, int64_t,

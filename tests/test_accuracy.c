@@ -539,6 +539,76 @@ static void determinism(void) {
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* logcumsumexp: special values, and the row and column walks agreeing bit for bit    */
+/* ---------------------------------------------------------------------------------- */
+
+static bool same_f64(double a, double b, int ulps) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return fabs(a - b) <= ulps * (nextafter(fabs(b), INFINITY) - fabs(b));
+}
+
+static void lse_cases(void) {
+    /* -inf adds nothing, an infinite maximum gives that infinity, NaN propagates, the
+     * exclusive scan starts at -inf */
+    const double x[] = {-INFINITY, -INFINITY, 0.0, 0.0, -INFINITY, 5.0, INFINITY, 1.0, NAN, 2.0};
+    const double l25 = log(2.0 + exp(5.0));
+    const double incl[] = {-INFINITY, -INFINITY, 0.0, log(2.0), log(2.0), l25, INFINITY, INFINITY, NAN, NAN};
+    int64_t n = 10;
+    for (int excl = 0; excl < 2; excl++) {
+        tbuf in, out;
+        CHECK(tb_init(&in, SCANFUSE_FLOAT64, 1, &n, 0) && tb_init(&out, SCANFUSE_FLOAT64, 1, &n, 0));
+        for (int64_t j = 0; j < n; j++) sf_store_f64(in.base, tb_offset(&in, j), in.dt, x[j]);
+        char text[160];
+        snprintf(text, sizeof text, "input x: float64[10]\ny = logcumsumexp(x, dim=0%s)\noutput y\n",
+                 excl ? ", exclusive=true" : "");
+        CHECK(run_text(text, 1, &in, &out) == SCANFUSE_OK);
+        for (int64_t j = 0; j < n; j++) {
+            double want = excl ? (j ? incl[j - 1] : -INFINITY) : incl[j];
+            double got = tb_get_f(&out, j);
+            CHECKF(same_f64(got, want, 2), "logcumsumexp%s element %lld: %.17g, want %.17g",
+                   excl ? " (exclusive)" : "", (long long)j, got, want);
+        }
+        tb_free(&in);
+        tb_free(&out);
+    }
+    /* the same values scanned as rows ([3, n], dim 1: the row walk) and as columns
+     * ([n, 3], dim 0: the column walk), across tile boundaries, with -inf and a few
+     * large jumps of the maximum */
+    enum { LEN = 1500, COLS = 3 };
+    int64_t srow[2] = {COLS, LEN}, scol[2] = {LEN, COLS};
+    tbuf ri, ro, ci, co;
+    CHECK(tb_init(&ri, SCANFUSE_FLOAT32, 2, srow, 0) && tb_init(&ro, SCANFUSE_FLOAT32, 2, srow, 0) &&
+          tb_init(&ci, SCANFUSE_FLOAT32, 2, scol, 0) && tb_init(&co, SCANFUSE_FLOAT32, 2, scol, 0));
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 77);
+    for (int64_t c = 0; c < COLS; c++)
+        for (int64_t t = 0; t < LEN; t++) {
+            double v = 4.0 * sf_test_rng_uniform(&rng) - 2.0;
+            if (t % 97 == 5) v = -INFINITY;
+            if (t % 331 == 7) v += 40.0 * (double)(t / 331);
+            sf_store_f64(ri.base, tb_offset(&ri, c * LEN + t), ri.dt, v);
+            sf_store_f64(ci.base, tb_offset(&ci, t * COLS + c), ci.dt, v);
+        }
+    CHECK(run_text("input x: float32[3, 1500]\ny = logcumsumexp(x, dim=1)\noutput y\n", 1, &ri, &ro) ==
+          SCANFUSE_OK);
+    CHECK(run_text("input x: float32[1500, 3]\ny = logcumsumexp(x, dim=0)\noutput y\n", 1, &ci, &co) ==
+          SCANFUSE_OK);
+    int64_t bad = 0;
+    for (int64_t c = 0; c < COLS; c++)
+        for (int64_t t = 0; t < LEN; t++) {
+            double a = tb_get_f(&ro, c * LEN + t), b = tb_get_f(&co, t * COLS + c);
+            bad += memcmp(&a, &b, sizeof a) != 0;
+        }
+    CHECKF(bad == 0, "logcumsumexp: %lld elements differ between the row and column walks",
+           (long long)bad);
+    tb_free(&ri);
+    tb_free(&ro);
+    tb_free(&ci);
+    tb_free(&co);
+}
+
+/* ---------------------------------------------------------------------------------- */
 
 static void self_test(void) {
     /* the exact accumulator: (2^60 + 1) - 2^60 with tiny values around */
@@ -567,6 +637,7 @@ int main(void) {
     int_accuracy();
     printf("determinism:\n");
     determinism();
+    lse_cases();
     printf("%.1f s of CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
     return sf_test_finish("test_accuracy");
 }
