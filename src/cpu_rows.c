@@ -46,6 +46,7 @@
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
+#include <immintrin.h>
 #define ROWS_SSE2 1
 #endif
 
@@ -443,28 +444,102 @@ RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c
     return pairs_tail(rows, w, k, c, off, i0, m, h, bad, nbad, nf);
 }
 
-typedef int (*pairs_fn)(const char *const *, const float *, int, float, int64_t, int64_t,
-                        uint32_t *restrict, uint32_t *restrict, char *const *, bool);
+typedef int (*pairs_fn)(const char *const *, const float *, int, float, float, int64_t,
+                        int64_t, uint32_t *restrict, uint32_t *restrict, char *const *, bool);
 
-static int pairs_base(const char *const *rows, const float *w, int k, float c, int64_t off,
-                      int64_t m, uint32_t *restrict h, uint32_t *restrict bad, char *const *copy,
-                      bool cstream) {
+static int pairs_base(const char *const *rows, const float *w, int k, float c, float cw,
+                      int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
+                      char *const *copy, bool cstream) {
+    (void)cw;
     return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
 }
 
 #ifdef ROWS_X86_VARIANTS
 __attribute__((target("avx2,bmi,bmi2,popcnt")))
-static int pairs_avx2(const char *const *rows, const float *w, int k, float c, int64_t off,
-                      int64_t m, uint32_t *restrict h, uint32_t *restrict bad, char *const *copy,
-                      bool cstream) {
+static int pairs_avx2(const char *const *rows, const float *w, int k, float c, float cw,
+                      int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
+                      char *const *copy, bool cstream) {
+    (void)cw;
     return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
 }
 
+/* AVX-512: a cheaper bound.  Instead of summing |p_j| (two float operations per 16
+ * products), the kernel keeps M = max_j |x_j| per element, one 16-bit integer maximum
+ * per 32 elements, and bounds sum |p_j| <= (1 + 2^-24) * M * W with W = sum |w_j|: the
+ * caller passes cw >= (2k + 4) * 2^-24 * W (rounded up; -1 when W is out of the range
+ * where that float is accurate, and then the kernel is pairs_body), so d = fl(M * cw) is
+ * at least twice the float32 sum's error bound, less 2^-150 from its own rounding: enough
+ * when that error bound is at least 2^-149, and below it the sum is exact (s and the
+ * exact sum are both multiples of 2^-149).  The rest is pairs_body's: products, sums and
+ * the acceptance test, in intrinsics.  Looser than sum |p_j| where the rows differ in
+ * magnitude: more elements are summed again there. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt")))
-static int pairs_avx512(const char *const *rows, const float *w, int k, float c, int64_t off,
-                        int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
+static int pairs_avx512(const char *const *rows, const float *w, int k, float c, float cw,
+                        int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
                         char *const *copy, bool cstream) {
-    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+    if (cw < 0.0f) return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), mag = _mm512_set1_epi16(0x7FFF);
+    const __m512i half = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+    const __m512i expo = _mm512_set1_epi32(0x7F800000), eone = _mm512_set1_epi32(0x00800000);
+    const __m512 cwv = _mm512_set1_ps(cw);
+    __m512i anybad = _mm512_setzero_si512(), nonfinite = _mm512_setzero_si512();
+    int64_t i0 = 0;
+    /* two blocks at a time where the chunk has them: each accumulator's chain of
+     * dependent additions then has an independent twin (their latency, not the
+     * operations, would bound a one-block loop) */
+    for (int nb = 2; nb >= 1; nb--) {
+        for (; i0 + nb * 2 * RV <= m; i0 += nb * 2 * RV) {
+            __m512 se[2], so[2];
+            __m512i mx[2];
+            int64_t b = (off + i0) * 2;
+            for (int q = 0; q < 2; q++) {
+                se[q] = _mm512_setzero_ps();
+                so[q] = _mm512_setzero_ps();
+                mx[q] = _mm512_setzero_si512();
+            }
+            for (int j = 0; j < k; j++) {
+                __m512 wj = _mm512_set1_ps(w[j]);
+                for (int q = 0; q < nb; q++) {
+                    __m512i u = _mm512_loadu_si512((const void *)(rows[j] + b + 64 * q));
+                    __m512 xe = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+                    __m512 xo = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
+                    se[q] = _mm512_add_ps(se[q], _mm512_mul_ps(xe, wj));
+                    so[q] = _mm512_add_ps(so[q], _mm512_mul_ps(xo, wj));
+                    mx[q] = _mm512_max_epu16(mx[q], _mm512_and_si512(u, mag));
+                }
+            }
+            for (int q = 0; q < nb; q++) {
+                int64_t bq = b + 64 * q;
+                for (int j = 0; j < k && bq >= 64; j++) { /* as in pairs_body */
+                    if (!copy[j]) continue;
+                    int64_t o = bq - 64 + (int64_t)(-(uintptr_t)copy[j] & 63);
+                    copy64(copy[j] + o, rows[j] + o, cstream);
+                }
+                __m512 de = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(mx[q], 16)), cwv);
+                __m512 dO = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(mx[q], hi)), cwv);
+                __m512i r[4];
+                r[0] = _mm512_castps_si512(_mm512_sub_ps(se[q], de));
+                r[1] = _mm512_castps_si512(_mm512_add_ps(se[q], de));
+                r[2] = _mm512_castps_si512(_mm512_sub_ps(so[q], dO));
+                r[3] = _mm512_castps_si512(_mm512_add_ps(so[q], dO));
+                for (int e = 0; e < 4; e++) /* round_hi */
+                    r[e] = _mm512_add_epi32(_mm512_add_epi32(r[e], half),
+                                            _mm512_and_si512(_mm512_srli_epi32(r[e], 16), one));
+                __m512i out = _mm512_or_si512(_mm512_and_si512(r[2], hi), _mm512_srli_epi32(r[0], 16));
+                __m512i bd = _mm512_or_si512(_mm512_srli_epi32(_mm512_xor_si512(r[0], r[1]), 16),
+                                             _mm512_and_si512(_mm512_xor_si512(r[2], r[3]), hi));
+                anybad = _mm512_or_si512(anybad, bd);
+                __m512i fe = _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(se[q]), expo), eone);
+                __m512i fo = _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(so[q]), expo), eone);
+                nonfinite = _mm512_or_si512(nonfinite, _mm512_or_si512(fe, fo));
+                _mm512_storeu_si512((void *)(h + (i0 + 2 * RV * q) / 2), out);
+                _mm512_storeu_si512((void *)(bad + (i0 + 2 * RV * q) / 2), bd);
+            }
+        }
+    }
+    int nbad = _mm512_test_epi32_mask(anybad, anybad) != 0;
+    int nf = _mm512_test_epi32_mask(nonfinite, _mm512_set1_epi32((int)0x80000000u)) != 0;
+    return pairs_tail(rows, w, k, c, off, i0, m, h, bad, nbad, nf);
 }
 #endif
 
@@ -506,6 +581,12 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
     bool pairs = bf16 && odt == SCANFUSE_BFLOAT16;
     pairs_fn pk = pairs ? pairs_kernel() : NULL;
     const float c = k == 1 ? 0.0f : (float)(2 * k + 4) * 0x1p-24f;
+    /* pairs_avx512's constant: (2k + 4) * 2^-24 * sum |w_j|, rounded up (the double
+     * sum errs by less than 2^-40), where that float is accurate */
+    double wsum = 0.0;
+    for (int j = 0; j < k; j++) wsum += fabs((double)w[j]);
+    double cwd = (double)(2 * k + 4) * 0x1p-24 * wsum * (1.0 + 0x1p-20);
+    const float cw = k == 1 ? 0.0f : cwd >= 0x1p-100 && cwd <= 0x1p100 ? (float)cwd : -1.0f;
     /* the copies the pairs kernel makes as it reads (16-byte aligned ones); the others
      * are copied chunk by chunk below, just before the chunk is read */
     char *kcopy[COMB_ROWS_MAX_K];
@@ -536,7 +617,7 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
                                 copy_stream);
         if (pairs) {
             static int nocomp = -1; if (nocomp < 0) nocomp = getenv("H5_NOCOMP") != NULL;
-            int nbad = nocomp ? 0 : pk((const char *const *)rows, w, k, c, off, m, hp, badp, kcopy, copy_stream);
+            int nbad = nocomp ? 0 : pk((const char *const *)rows, w, k, c, cw, off, m, hp, badp, kcopy, copy_stream);
             if (nbad < 0) return false;
             for (int64_t i = 0; i < m && nbad > 0; i++) {
                 if (!(badp[i / 2] >> (i & 1 ? 16 : 0) & 0xFFFFu)) continue;
