@@ -7,7 +7,8 @@
 # Nsight Compute on the 1-D float32 scan kernel (sections: speed of light, memory,
 # warp states, occupancy) into $OUT/ncu_scan.txt, and the duration of every kernel of
 # one MoE routing run into $OUT/ncu_moe.txt.  "tune": also times the 1-D scans under
-# the SCANFUSE_CUDA_TUNE variants in TUNES (rows "case@variant" in the JSON).
+# the SCANFUSE_CUDA_TUNE variants in TUNES and the column scans under those in COLTUNES
+# (rows "case@variant" in the JSON).
 #   bench/gpu_cli_bench.sh [profile] [tune]   (after bench/gpu_run.sh has built build-gpu)
 # JSON lines: $OUT/gpu_cli_bench.jsonl (the CLI's --json object plus "case").
 set -uo pipefail
@@ -33,6 +34,7 @@ scan bf16_4096x4096_d1 bfloat16 "4096, 4096" 1
 scan f32_64x131072_d1 float32 "64, 131072" 1
 scan f16_32x2p20_d1 float16 "32, 1048576" 1
 scan f32_8192x256_d0 float32 "8192, 256" 0
+scan f32_2048x128_d0 float32 "2048, 128" 0
 printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/fused_bf16_8192.sf"
 cp examples/moe_routing.sf "$D/moe_routing.sf"
 cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
@@ -69,8 +71,12 @@ for f in "$D"/*.sf; do
     echo "$line" | sed "s/^{/{\"case\": \"$c\", /" >> "$OUT/gpu_cli_bench.jsonl"
     python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-22s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c"
 done
-for tv in $tunes; do
-    for c in 1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28; do
+coltunes=""
+[ -n "$tunes" ] && coltunes=${COLTUNES:-"col_block=1"}
+for tv in $tunes $coltunes; do
+    cases="1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28"
+    case "$tv" in col_*) cases="f32_2048x128_d0 f32_8192x256_d0 f32_4096x4096_d0 bf16_4096x4096_d0" ;; esac
+    for c in $cases; do
         line=$(SCANFUSE_CUDA_TUNE=$tv timeout 120 "$S" bench "$D/$c.sf" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
             echo "$c@$tv: FAILED $(tail -2 "$OUT/err.txt")"; continue; }
         echo "$line" | sed "s/^{/{\"case\": \"$c@$tv\", /" >> "$OUT/gpu_cli_bench.jsonl"

@@ -473,69 +473,111 @@ static int pairs_avx2(const char *const *rows, const float *w, int k, float c, f
  * exact sum are both multiples of 2^-149).  The rest is pairs_body's: products, sums and
  * the acceptance test, in intrinsics.  Looser than sum |p_j| where the rows differ in
  * magnitude: more elements are summed again there. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt")))
+#define ROWS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt")))
+
+/* copy64 in one 64-byte store (dst is 64-byte aligned). */
+ROWS_AVX512 static inline __attribute__((always_inline)) void copy64_512(char *dst, const char *src,
+                                                                        bool stream) {
+    __m512i v = _mm512_loadu_si512((const void *)src);
+    if (stream) _mm512_stream_si512((void *)dst, v);
+    else _mm512_store_si512((void *)dst, v);
+}
+
+/* One block's results from its sums se, so and maxima mx (pairs_body's packing). */
+ROWS_AVX512 static inline __attribute__((always_inline)) void
+finish512(__m512 se, __m512 so, __m512i mx, __m512 cwv, uint32_t *h, uint32_t *bad,
+          __m512i *anybad, __m512i *nonfinite) {
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), half = _mm512_set1_epi32(0x7FFF);
+    const __m512i one = _mm512_set1_epi32(1), expo = _mm512_set1_epi32(0x7F800000);
+    const __m512i eone = _mm512_set1_epi32(0x00800000);
+    __m512 de = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(mx, 16)), cwv);
+    __m512 dO = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(mx, hi)), cwv);
+    __m512i r[4];
+    r[0] = _mm512_castps_si512(_mm512_sub_ps(se, de));
+    r[1] = _mm512_castps_si512(_mm512_add_ps(se, de));
+    r[2] = _mm512_castps_si512(_mm512_sub_ps(so, dO));
+    r[3] = _mm512_castps_si512(_mm512_add_ps(so, dO));
+    for (int e = 0; e < 4; e++) /* round_hi */
+        r[e] = _mm512_add_epi32(_mm512_add_epi32(r[e], half),
+                                _mm512_and_si512(_mm512_srli_epi32(r[e], 16), one));
+    __m512i out = _mm512_or_si512(_mm512_and_si512(r[2], hi), _mm512_srli_epi32(r[0], 16));
+    __m512i bd = _mm512_or_si512(_mm512_srli_epi32(_mm512_xor_si512(r[0], r[1]), 16),
+                                 _mm512_and_si512(_mm512_xor_si512(r[2], r[3]), hi));
+    *anybad = _mm512_or_si512(*anybad, bd);
+    __m512i fe = _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(se), expo), eone);
+    __m512i fo = _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(so), expo), eone);
+    *nonfinite = _mm512_or_si512(*nonfinite, _mm512_or_si512(fe, fo));
+    _mm512_storeu_si512((void *)h, out);
+    _mm512_storeu_si512((void *)bad, bd);
+}
+
+/* AVX-512: a cheaper bound.  Instead of summing |p_j| (two float operations per 16
+ * products), the kernel keeps M = max_j |x_j| per element, one 16-bit integer maximum
+ * per 32 elements, and bounds sum |p_j| <= (1 + 2^-24) * M * W with W = sum |w_j|: the
+ * caller passes cw >= (2k + 4) * 2^-24 * W (rounded up; -1 when W is out of the range
+ * where that float is accurate, and then the kernel is pairs_body), so d = fl(M * cw) is
+ * at least twice the float32 sum's error bound, less 2^-150 from its own rounding: enough
+ * when that error bound is at least 2^-149, and below it the sum is exact (s and the
+ * exact sum are both multiples of 2^-149).  The rest is pairs_body's: products, sums and
+ * the acceptance test, in intrinsics, two blocks at a time (each sum's chain of
+ * dependent additions then has an independent twin: the chains' latency, not the
+ * operations, bounds a one-block loop).  The bound is looser than sum |p_j| where the
+ * rows differ in magnitude: more elements are summed again there. */
+ROWS_AVX512
 static int pairs_avx512(const char *const *rows, const float *w, int k, float c, float cw,
                         int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
                         char *const *copy, bool cstream) {
     if (cw < 0.0f) return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), mag = _mm512_set1_epi16(0x7FFF);
-    const __m512i half = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
-    const __m512i expo = _mm512_set1_epi32(0x7F800000), eone = _mm512_set1_epi32(0x00800000);
     const __m512 cwv = _mm512_set1_ps(cw);
     __m512i anybad = _mm512_setzero_si512(), nonfinite = _mm512_setzero_si512();
+    /* the copies: the line before the block at byte b is at byte b + cofs[q] of row cj[q]
+     * (see pairs_body), 64-byte aligned in cd[q] */
+    const char *cs[COMB_ROWS_MAX_K];
+    char *cd[COMB_ROWS_MAX_K];
+    for (int j = 0; j < k; j++) {
+        int64_t o = copy[j] ? -64 + (int64_t)(-(uintptr_t)copy[j] & 63) : 0;
+        cs[j] = rows[j] + o;
+        cd[j] = copy[j] ? copy[j] + o : NULL;
+    }
     int64_t i0 = 0;
-    /* two blocks at a time where the chunk has them: each accumulator's chain of
-     * dependent additions then has an independent twin (their latency, not the
-     * operations, would bound a one-block loop) */
-    for (int nb = 2; nb >= 1; nb--) {
-        for (; i0 + nb * 2 * RV <= m; i0 += nb * 2 * RV) {
-            __m512 se[2], so[2];
-            __m512i mx[2];
-            int64_t b = (off + i0) * 2;
-            for (int q = 0; q < 2; q++) {
-                se[q] = _mm512_setzero_ps();
-                so[q] = _mm512_setzero_ps();
-                mx[q] = _mm512_setzero_si512();
-            }
-            for (int j = 0; j < k; j++) {
-                __m512 wj = _mm512_set1_ps(w[j]);
-                for (int q = 0; q < nb; q++) {
-                    __m512i u = _mm512_loadu_si512((const void *)(rows[j] + b + 64 * q));
-                    __m512 xe = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
-                    __m512 xo = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
-                    se[q] = _mm512_add_ps(se[q], _mm512_mul_ps(xe, wj));
-                    so[q] = _mm512_add_ps(so[q], _mm512_mul_ps(xo, wj));
-                    mx[q] = _mm512_max_epu16(mx[q], _mm512_and_si512(u, mag));
-                }
-            }
-            for (int q = 0; q < nb; q++) {
-                int64_t bq = b + 64 * q;
-                for (int j = 0; j < k && bq >= 64; j++) { /* as in pairs_body */
-                    if (!copy[j]) continue;
-                    int64_t o = bq - 64 + (int64_t)(-(uintptr_t)copy[j] & 63);
-                    copy64(copy[j] + o, rows[j] + o, cstream);
-                }
-                __m512 de = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(mx[q], 16)), cwv);
-                __m512 dO = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(mx[q], hi)), cwv);
-                __m512i r[4];
-                r[0] = _mm512_castps_si512(_mm512_sub_ps(se[q], de));
-                r[1] = _mm512_castps_si512(_mm512_add_ps(se[q], de));
-                r[2] = _mm512_castps_si512(_mm512_sub_ps(so[q], dO));
-                r[3] = _mm512_castps_si512(_mm512_add_ps(so[q], dO));
-                for (int e = 0; e < 4; e++) /* round_hi */
-                    r[e] = _mm512_add_epi32(_mm512_add_epi32(r[e], half),
-                                            _mm512_and_si512(_mm512_srli_epi32(r[e], 16), one));
-                __m512i out = _mm512_or_si512(_mm512_and_si512(r[2], hi), _mm512_srli_epi32(r[0], 16));
-                __m512i bd = _mm512_or_si512(_mm512_srli_epi32(_mm512_xor_si512(r[0], r[1]), 16),
-                                             _mm512_and_si512(_mm512_xor_si512(r[2], r[3]), hi));
-                anybad = _mm512_or_si512(anybad, bd);
-                __m512i fe = _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(se[q]), expo), eone);
-                __m512i fo = _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(so[q]), expo), eone);
-                nonfinite = _mm512_or_si512(nonfinite, _mm512_or_si512(fe, fo));
-                _mm512_storeu_si512((void *)(h + (i0 + 2 * RV * q) / 2), out);
-                _mm512_storeu_si512((void *)(bad + (i0 + 2 * RV * q) / 2), bd);
+    for (; i0 + 4 * RV <= m; i0 += 4 * RV) {
+        __m512 se0 = _mm512_setzero_ps(), so0 = se0, se1 = se0, so1 = se0;
+        __m512i mx0 = _mm512_setzero_si512(), mx1 = mx0;
+        int64_t b = (off + i0) * 2;
+        for (int j = 0; j < k; j++) {
+            __m512 wj = _mm512_set1_ps(w[j]);
+            __m512i u0 = _mm512_loadu_si512((const void *)(rows[j] + b));
+            __m512i u1 = _mm512_loadu_si512((const void *)(rows[j] + b + 64));
+            se0 = _mm512_add_ps(se0, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u0, 16)), wj));
+            se1 = _mm512_add_ps(se1, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u1, 16)), wj));
+            so0 = _mm512_add_ps(so0, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(u0, hi)), wj));
+            so1 = _mm512_add_ps(so1, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(u1, hi)), wj));
+            mx0 = _mm512_max_epu16(mx0, _mm512_and_si512(u0, mag));
+            mx1 = _mm512_max_epu16(mx1, _mm512_and_si512(u1, mag));
+            if (cd[j]) { /* the copy's stores among the arithmetic, not in a burst */
+                if (b >= 64) copy64_512(cd[j] + b, cs[j] + b, cstream);
+                copy64_512(cd[j] + b + 64, cs[j] + b + 64, cstream);
             }
         }
+        finish512(se0, so0, mx0, cwv, h + i0 / 2, bad + i0 / 2, &anybad, &nonfinite);
+        finish512(se1, so1, mx1, cwv, h + i0 / 2 + RV, bad + i0 / 2 + RV, &anybad, &nonfinite);
+    }
+    if (i0 + 2 * RV <= m) { /* one more block */
+        __m512 se = _mm512_setzero_ps(), so = se;
+        __m512i mx = _mm512_setzero_si512();
+        int64_t b = (off + i0) * 2;
+        for (int j = 0; j < k; j++) {
+            __m512 wj = _mm512_set1_ps(w[j]);
+            __m512i u = _mm512_loadu_si512((const void *)(rows[j] + b));
+            se = _mm512_add_ps(se, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), wj));
+            so = _mm512_add_ps(so, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(u, hi)), wj));
+            mx = _mm512_max_epu16(mx, _mm512_and_si512(u, mag));
+        }
+        for (int j = 0; j < k && b >= 64; j++)
+            if (cd[j]) copy64_512(cd[j] + b, cs[j] + b, cstream);
+        finish512(se, so, mx, cwv, h + i0 / 2, bad + i0 / 2, &anybad, &nonfinite);
+        i0 += 2 * RV;
     }
     int nbad = _mm512_test_epi32_mask(anybad, anybad) != 0;
     int nf = _mm512_test_epi32_mask(nonfinite, _mm512_set1_epi32((int)0x80000000u)) != 0;

@@ -35,7 +35,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=256,row_g2=256,row_minb=6,row_static=0,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=256,row_g2=256,row_minb=6,row_static=0,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=0,col_block=0"
  * (row_items=0, col_w=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -487,6 +487,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       minb, ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
                       stat ? "true" : "false",
                       (long long)rows, (long long)len, (long long)tpr);
+    } else if (tune("col_block", 0) == 1 && len <= 65536) {
+        /* col_block=1 (an experiment, off by default: not yet run on a GPU): one block
+         * per 8 columns, 64 row groups, no look-back (sf_col_block_scan) */
+        k->kind = SF_CUK_SCAN_COL;
+        int64_t ncols = rows, nb = ceil_div(ncols, 8);
+        k->block = 512;
+        k->grid = sf_cg_grid(nb < (int64_t)sms * 16 ? nb : (int64_t)sms * 16);
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(512) k%d(const sf_args a) {\n"
+                      "sf_col_block_scan<%s::Op, %s, 8, 64, %s>(a, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, excl ? "true" : "false", (long long)ncols, (long long)len);
     } else {
         k->kind = SF_CUK_SCAN_COL;
         int64_t ncols = rows;

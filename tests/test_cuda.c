@@ -444,6 +444,8 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_r=4", G_DEFAULT); /* column chain */
     prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_g2=2,col_r=5,col_w=64", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_g=4,col_g2=1,col_r=3", G_DEFAULT); /* G2 = 1 */
+    prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
+    prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
     /* reductions: every kernel shape */
     for (int i = 0; i < ndt; i++) {
@@ -700,6 +702,15 @@ static void build_coverage(void) {
         out(p, "y", T_EXACT);
         finish(p);
         p->tune = "row_g=2,row_g2=2,row_items=1,row_static=1,col_g=2,col_g2=2,col_r=4";
+    }
+    {
+        prog *p = newprog(); /* column scans in one block (col_block=1) */
+        P(p, "input a: bfloat16[300, 20]\ninput b: float64[50, 9]\n"
+             "x = cumsum(a, dim=0, exclusive=true)\ny, yi = cummax(b, dim=0, reverse=true)\n");
+        out(p, "x", T_EXACT);
+        out(p, "y", T_EXACT);
+        finish(p);
+        p->tune = "col_block=1";
     }
     /* reductions: every kernel shape, per state type */
     const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
