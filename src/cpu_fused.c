@@ -34,9 +34,10 @@
  * Row combine: a segment that is exactly gather of whole rows -> mul by one weight per
  * row -> sum over the slots -> (cast) (the MoE combine; plan_combine) runs each output
  * row as one sf_cpu_row_combine (cpu_rows.c) over the gathered rows read in place (for
- * lazy rows: the rows of X they are copies of, so the lazy rows themselves are written
- * past the cache), with the same bytes; a tile it cannot take (a layout, a bad index, a
- * NaN or infinity) runs the steps above instead.
+ * lazy rows: the rows of X they are copies of; the combine that first reads a lazy row
+ * the tile owns also writes it, past the cache, from the same loads), with the same
+ * bytes; a tile it cannot take (a layout, a bad index, a NaN or infinity) runs the
+ * steps above instead, after writing the lazy rows the combine did not.
  *
  * Threads: the tiles are handed out in order to the threads of the backend's pool
  * (cpu_threads.h); each thread has its own tile buffers and work area, so which thread

@@ -33,16 +33,26 @@
  * data the tile still reads); the writer calls sf_cpu_stream_fence() before anything
  * else may read them.  Bytes are the same either way.
  *
+ * bfloat16 rows into bfloat16 results (the MoE combine) have a kernel of their own
+ * (pairs_body, pairs_avx512): float32 sums with an error bound, accepted when both
+ * ends of the error interval round to the same bfloat16 (see "bfloat16 results"), in
+ * even/odd element pairs; on AVX-512 with a bound from max |x_j| and sum |w_j|, and
+ * repeated rows (the same row gathered by several slots) multiplied once by their
+ * summed weights, with the absolute error terms that needs.  It can also copy the rows
+ * it reads (the lazy rows of cpu_fused.c) from the same loads, so that those writes
+ * overlap its arithmetic.
+ *
  * The combine's loops are compiled for AVX-512, AVX2 and the baseline, picked at run
- * time; they hold IEEE float32/float64 arithmetic only, without contraction into fused
- * multiply-adds (ISO C mode), so every clone gives the same bytes.
+ * time (sf_cpu_rows_isa forces one, for tests); they hold IEEE float32/float64
+ * arithmetic only, without contraction into fused multiply-adds (ISO C mode).  Every
+ * result they return is the compensated sum's rounding (the fast paths only decide
+ * when that is provable), so every variant gives the same bytes.
  */
 #include "cpu.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include <stdlib.h>
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
@@ -312,8 +322,7 @@ static int combine_chunk_bf16(const void *const *rows, bool bf16, const float *w
  * 64 bytes of a row (32 bfloat16) are loaded as 16 uint32 pairs, and the even elements
  * are the pairs shifted left by 16, the odd ones the pairs with their low half cleared
  * (two integer operations per 32 elements instead of widening conversions); the sums
- * stay in that even/odd order and the results are packed back into pairs.  One slot
- * (k = 1) needs no bound: the sum 0 + p is exact (c = 0).
+ * stay in that even/odd order and the results are packed back into pairs (k >= 2).
  *
  * The block loop can also copy the rows it reads (the lazy rows of the MoE routing,
  * each a copy of a source row) with the same loads: their stores then leave one line at
@@ -389,16 +398,18 @@ static int pairs_tail(const char *const *rows, const float *w, int k, float c, i
 /* Elements off .. off + m - 1 (m <= CHUNK) of the combine of k bfloat16 rows into
  * bfloat16: h[] gets the results as pairs (element 2i in the low half of h[i]), bad[]
  * nonzero halves where the element must be summed again.  copy[j], when not NULL, gets
- * whole 64-byte aligned lines of rows[j]: with h = the bytes before copy[j]'s first
- * line boundary, the block at byte b >= 64 of the row writes bytes b - 64 + h .. b + h - 1,
- * which its loads have just passed (lines written whole by consecutive stores leave the
+ * whole 64-byte aligned lines of rows[j]: with h_j = the bytes before copy[j]'s first
+ * line boundary, line L is bytes 64 L + h_j .. 64 L + h_j + 63 of the row, and the
+ * block at byte b writes the lines its loads have passed (up to line b / 64 - 1) from
+ * line *cnext on, advancing *cnext (lines written whole by consecutive stores leave the
  * write-combining buffers whole: a line split between two blocks, with the other rows'
- * stores in between, would go out in pieces, several times slower); the caller copies
- * the head [0, h) and what the last block leaves.  Returns the number of bad pairs (at
- * least 1 when there are any), or -1 when some sum is not finite. */
+ * stores in between, goes out in pieces, several times slower: 140 ms instead of 45
+ * for the DeepSeek example); the caller copies the heads [0, h_j) before and the bytes
+ * from line *cnext on after the row.  Returns the number of bad pairs (at least 1 when
+ * there are any), or -1 when some sum is not finite. */
 RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c, int64_t off,
                          int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
-                         char *const *copy, bool cstream) {
+                         char *const *copy, bool cstream, int64_t *cnext) {
     rv_u anybad = {0}, nonfinite = {0};
     int64_t i0 = 0;
     for (; i0 + 2 * RV <= m; i0 += 2 * RV) {
@@ -415,10 +426,13 @@ RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c
             ae += (rv_f)((rv_u)pe & 0x7FFFFFFFu);
             ao += (rv_f)((rv_u)po & 0x7FFFFFFFu);
         }
-        for (int j = 0; j < k && b >= 64; j++) { /* the line before this block */
-            if (!copy[j]) continue;
-            int64_t q = b - 64 + (int64_t)(-(uintptr_t)copy[j] & 63);
-            copy64(copy[j] + q, rows[j] + q, cstream);
+        if (*cnext <= b / 64 - 1) { /* the line before this block */
+            for (int j = 0; j < k; j++) {
+                if (!copy[j]) continue;
+                int64_t q = 64 * *cnext + (int64_t)(-(uintptr_t)copy[j] & 63);
+                copy64(copy[j] + q, rows[j] + q, cstream);
+            }
+            ++*cnext;
         }
         rv_f de = ae * c, dO = ao * c;
         rv_u le = (rv_u)(se - de), he = (rv_u)(se + de), lo = (rv_u)(so - dO),
@@ -445,35 +459,36 @@ RV_INLINE int pairs_body(const char *const *rows, const float *w, int k, float c
 }
 
 typedef int (*pairs_fn)(const char *const *, const float *, int, float, float, int64_t,
-                        int64_t, uint32_t *restrict, uint32_t *restrict, char *const *, bool);
+                        int64_t, uint32_t *restrict, uint32_t *restrict, char *const *, bool,
+                        int64_t *);
 
 static int pairs_base(const char *const *rows, const float *w, int k, float c, float cw,
                       int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
-                      char *const *copy, bool cstream) {
+                      char *const *copy, bool cstream, int64_t *cnext) {
     (void)cw;
-    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream, cnext);
 }
 
 #ifdef ROWS_X86_VARIANTS
 __attribute__((target("avx2,bmi,bmi2,popcnt")))
 static int pairs_avx2(const char *const *rows, const float *w, int k, float c, float cw,
                       int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
-                      char *const *copy, bool cstream) {
+                      char *const *copy, bool cstream, int64_t *cnext) {
     (void)cw;
-    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
+    return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream, cnext);
 }
 
-/* AVX-512: a cheaper bound.  Instead of summing |p_j| (two float operations per 16
- * products), the kernel keeps M = max_j |x_j| per element, one 16-bit integer maximum
- * per 32 elements, and bounds sum |p_j| <= (1 + 2^-24) * M * W with W = sum |w_j|: the
- * caller passes cw >= (2k + 4) * 2^-24 * W (rounded up; -1 when W is out of the range
- * where that float is accurate, and then the kernel is pairs_body), so d = fl(M * cw) is
- * at least twice the float32 sum's error bound, less 2^-150 from its own rounding: enough
- * when that error bound is at least 2^-149, and below it the sum is exact (s and the
- * exact sum are both multiples of 2^-149).  The rest is pairs_body's: products, sums and
- * the acceptance test, in intrinsics.  Looser than sum |p_j| where the rows differ in
- * magnitude: more elements are summed again there. */
-#define ROWS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt")))
+/* The AVX-512 kernels (see pairs_avx512). */
+#define ROWS_AVX512                                                                         \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt")))
+
+/* The even and the odd elements of 32 bfloat16 (16 pairs) as floats. */
+ROWS_AVX512 static inline __attribute__((always_inline)) __m512 even512(__m512i u) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+ROWS_AVX512 static inline __attribute__((always_inline)) __m512 odd512(__m512i u) {
+    return _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
 
 /* copy64 in one 64-byte store (dst is 64-byte aligned). */
 ROWS_AVX512 static inline __attribute__((always_inline)) void copy64_512(char *dst, const char *src,
@@ -483,15 +498,21 @@ ROWS_AVX512 static inline __attribute__((always_inline)) void copy64_512(char *d
     else _mm512_store_si512((void *)dst, v);
 }
 
-/* One block's results from its sums se, so and maxima mx (pairs_body's packing). */
+/* One block's results from its sums se, so and maxima mx (pairs_body's packing), with
+ * d = fl(M * cw) + A where M != 0 (see pairs_avx512).  dmax keeps the largest d. */
 ROWS_AVX512 static inline __attribute__((always_inline)) void
-finish512(__m512 se, __m512 so, __m512i mx, __m512 cwv, uint32_t *h, uint32_t *bad,
-          __m512i *anybad, __m512i *nonfinite) {
+finish512(__m512 se, __m512 so, __m512i mx, __m512 cwv, __m512 av, uint32_t *h, uint32_t *bad,
+          __m512i *anybad, __m512i *nonfinite, __m512i *dmax) {
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), half = _mm512_set1_epi32(0x7FFF);
     const __m512i one = _mm512_set1_epi32(1), expo = _mm512_set1_epi32(0x7F800000);
     const __m512i eone = _mm512_set1_epi32(0x00800000);
-    __m512 de = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(mx, 16)), cwv);
-    __m512 dO = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(mx, hi)), cwv);
+    __m512i me = _mm512_slli_epi32(mx, 16), mo = _mm512_and_si512(mx, hi);
+    __m512 de = _mm512_mul_ps(_mm512_castsi512_ps(me), cwv);
+    __m512 dO = _mm512_mul_ps(_mm512_castsi512_ps(mo), cwv);
+    de = _mm512_mask_add_ps(de, _mm512_test_epi32_mask(me, me), de, av);
+    dO = _mm512_mask_add_ps(dO, _mm512_test_epi32_mask(mo, mo), dO, av);
+    *dmax = _mm512_max_epu32(*dmax, _mm512_max_epu32(_mm512_castps_si512(de),
+                                                     _mm512_castps_si512(dO)));
     __m512i r[4];
     r[0] = _mm512_castps_si512(_mm512_sub_ps(se, de));
     r[1] = _mm512_castps_si512(_mm512_add_ps(se, de));
@@ -511,76 +532,164 @@ finish512(__m512 se, __m512 so, __m512i mx, __m512 cwv, uint32_t *h, uint32_t *b
     _mm512_storeu_si512((void *)bad, bd);
 }
 
-/* AVX-512: a cheaper bound.  Instead of summing |p_j| (two float operations per 16
- * products), the kernel keeps M = max_j |x_j| per element, one 16-bit integer maximum
- * per 32 elements, and bounds sum |p_j| <= (1 + 2^-24) * M * W with W = sum |w_j|: the
- * caller passes cw >= (2k + 4) * 2^-24 * W (rounded up; -1 when W is out of the range
- * where that float is accurate, and then the kernel is pairs_body), so d = fl(M * cw) is
- * at least twice the float32 sum's error bound, less 2^-150 from its own rounding: enough
- * when that error bound is at least 2^-149, and below it the sum is exact (s and the
- * exact sum are both multiples of 2^-149).  The rest is pairs_body's: products, sums and
- * the acceptance test, in intrinsics, two blocks at a time (each sum's chain of
+/* Copies lines *cnext .. last of the rows that have a copy (see pairs_body). */
+ROWS_AVX512 static inline __attribute__((always_inline)) void
+lines512(const char *const *rows, char *const *copy, const int64_t *cofs, int k, int64_t last,
+         int64_t *cnext, bool cstream) {
+    if (*cnext > last) return;
+    for (int j = 0; j < k; j++) {
+        if (!copy[j]) continue;
+        for (int64_t L = *cnext; L <= last; L++)
+            copy64_512(copy[j] + 64 * L + cofs[j], rows[j] + 64 * L + cofs[j], cstream);
+    }
+    *cnext = last + 1;
+}
+
+/* One slot (pairs_avx512 with k = 1; the caller makes the copies): the generic sum of
+ * one product is 0 + p, exact, so the result is p rounded to bfloat16, no bound. */
+ROWS_AVX512
+static int one_avx512(const char *row, float w, int64_t off, int64_t m, uint32_t *restrict h) {
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), half = _mm512_set1_epi32(0x7FFF);
+    const __m512i one = _mm512_set1_epi32(1), expo = _mm512_set1_epi32(0x7F800000);
+    const __m512i eone = _mm512_set1_epi32(0x00800000);
+    const __m512 wv = _mm512_set1_ps(w), zero = _mm512_setzero_ps();
+    __m512i nonfinite = _mm512_setzero_si512();
+    int64_t i0 = 0;
+    for (; i0 + 2 * RV <= m; i0 += 2 * RV) {
+        __m512i u = _mm512_loadu_si512((const void *)(row + (off + i0) * 2));
+        __m512 se = _mm512_add_ps(zero, _mm512_mul_ps(even512(u), wv));
+        __m512 so = _mm512_add_ps(zero, _mm512_mul_ps(odd512(u), wv));
+        __m512i re = _mm512_castps_si512(se), ro = _mm512_castps_si512(so);
+        __m512i fe = _mm512_add_epi32(_mm512_and_si512(re, expo), eone);
+        __m512i fo = _mm512_add_epi32(_mm512_and_si512(ro, expo), eone);
+        nonfinite = _mm512_or_si512(nonfinite, _mm512_or_si512(fe, fo));
+        re = _mm512_add_epi32(_mm512_add_epi32(re, half),
+                              _mm512_and_si512(_mm512_srli_epi32(re, 16), one));
+        ro = _mm512_add_epi32(_mm512_add_epi32(ro, half),
+                              _mm512_and_si512(_mm512_srli_epi32(ro, 16), one));
+        _mm512_storeu_si512((void *)(h + i0 / 2),
+                            _mm512_or_si512(_mm512_and_si512(ro, hi), _mm512_srli_epi32(re, 16)));
+    }
+    int nf = _mm512_test_epi32_mask(nonfinite, _mm512_set1_epi32((int)0x80000000u)) != 0;
+    uint16_t th[2 * RV];
+    for (int64_t i = i0; i < m; i++) { /* the tail */
+        float p = 0.0f + row_at(row, true, off + i) * w;
+        uint32_t u = f32_bits(p);
+        th[i - i0] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+        nf |= (u & 0x7F800000u) == 0x7F800000u;
+    }
+    if (i0 < m) memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
+    return nf ? -1 : 0;
+}
+
+/* AVX-512: a cheaper bound, and repeated rows multiplied once.
+ *
+ * The bound: instead of summing |p_j| (two float operations per 16 products), the
+ * kernel keeps M = max_j |x_j| per element (one 16-bit integer maximum per 32 elements)
+ * and uses sum_j |x_j w_j| <= M * W with W = sum |w_j|.  The caller passes
+ * cw >= (2k + 4) * 2^-24 * W, rounded up (-1 when W is out of the range where that
+ * float is accurate: then the kernel is pairs_body), and d = fl(M * cw), plus A below.
+ *
+ * The sum: the R distinct rows among the k (rows[j] equal as pointers: in the MoE
+ * routing, every slot of a token gathers a copy of the token's own row) are each
+ * multiplied once, by W_r = the float sum of their slots' weights: s = sum_r fl(x_r W_r)
+ * in float32, from +0.  With R = k these are the generic products and s is
+ * pairs_body's sum.  Otherwise, against the exact sum S of the generic products
+ * fl(x_j w_j): the products err by u = 2^-24 relative (or 2^-150 absolute, below 2^-126)
+ * on both sides, the W_r sums by (m_r - 1) u, the sum over the rows by (R - 1) u, and
+ * (R - 1) + max (m_r - 1) <= k - 1, so |s - S| <= (k + 1) u (1 + 2^-18) M W + 2k 2^-150:
+ * fl(M * cw) covers the first term twice over, less 2^-150 from its own rounding, and
+ * A = k 2^-148 the rest; A is left out where M = 0 (all rows are zeros there: the
+ * products are zeros, s and S are +0, so d = 0 is exact) so that zero rows stay on the
+ * fast path.  The bound assumes no generic product overflows, i.e. M * max|w_j| stays
+ * below 2^128: the kernel gives up (-1) when some d exceeds 2^100 (then M W > 2^104).
+ * Every zero that could come out with the wrong sign lies in an interval that also
+ * holds values of the other sign, which round to the other bfloat16 zero: summed again.
+ *
+ * The rest is pairs_body's acceptance test, two blocks at a time (each sum's chain of
  * dependent additions then has an independent twin: the chains' latency, not the
- * operations, bounds a one-block loop).  The bound is looser than sum |p_j| where the
- * rows differ in magnitude: more elements are summed again there. */
+ * operations, bounds a one-block loop).  The copies go out COPY_RUN lines at a time
+ * per row: runs of a few lines to one row write to memory faster than single lines
+ * scattered over the k rows (measured on the build machine: 2 and 16 lines slower). */
+#define COPY_RUN 4
 ROWS_AVX512
 static int pairs_avx512(const char *const *rows, const float *w, int k, float c, float cw,
                         int64_t off, int64_t m, uint32_t *restrict h, uint32_t *restrict bad,
-                        char *const *copy, bool cstream) {
-    if (cw < 0.0f) return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream);
-    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), mag = _mm512_set1_epi16(0x7FFF);
+                        char *const *copy, bool cstream, int64_t *cnext) {
+    if (k == 1) return one_avx512(rows[0], w[0], off, m, h);
+    if (cw < 0.0f) return pairs_body(rows, w, k, c, off, m, h, bad, copy, cstream, cnext);
+    const __m512i mag = _mm512_set1_epi16(0x7FFF);
     const __m512 cwv = _mm512_set1_ps(cw);
     __m512i anybad = _mm512_setzero_si512(), nonfinite = _mm512_setzero_si512();
-    /* the copies: the line before the block at byte b is at byte b + cofs[q] of row cj[q]
-     * (see pairs_body), 64-byte aligned in cd[q] */
-    const char *cs[COMB_ROWS_MAX_K];
-    char *cd[COMB_ROWS_MAX_K];
+    __m512i dmax = _mm512_setzero_si512();
+    /* the copies: line L of row j is at byte 64 L + cofs[j] */
+    int64_t cofs[COMB_ROWS_MAX_K];
+    bool any = false;
     for (int j = 0; j < k; j++) {
-        int64_t o = copy[j] ? -64 + (int64_t)(-(uintptr_t)copy[j] & 63) : 0;
-        cs[j] = rows[j] + o;
-        cd[j] = copy[j] ? copy[j] + o : NULL;
+        cofs[j] = (int64_t)(-(uintptr_t)copy[j] & 63);
+        any |= copy[j] != NULL;
     }
+    /* the distinct rows and their summed weights (slot order) */
+    const char *dr[COMB_ROWS_MAX_K];
+    float wr[COMB_ROWS_MAX_K];
+    int R = 0;
+    for (int j = 0; j < k; j++) {
+        int r = 0;
+        while (r < R && dr[r] != rows[j]) r++;
+        if (r == R) {
+            dr[R] = rows[j];
+            wr[R++] = w[j];
+        } else {
+            wr[r] += w[j];
+        }
+    }
+    if (R == k) { /* no repeats: the generic products themselves, no A */
+        for (int j = 0; j < k; j++) wr[j] = w[j];
+    }
+    const __m512 av = _mm512_set1_ps(R == k ? 0.0f : (float)k * 0x1p-148f);
     int64_t i0 = 0;
     for (; i0 + 4 * RV <= m; i0 += 4 * RV) {
         __m512 se0 = _mm512_setzero_ps(), so0 = se0, se1 = se0, so1 = se0;
         __m512i mx0 = _mm512_setzero_si512(), mx1 = mx0;
         int64_t b = (off + i0) * 2;
-        for (int j = 0; j < k; j++) {
-            __m512 wj = _mm512_set1_ps(w[j]);
-            __m512i u0 = _mm512_loadu_si512((const void *)(rows[j] + b));
-            __m512i u1 = _mm512_loadu_si512((const void *)(rows[j] + b + 64));
-            se0 = _mm512_add_ps(se0, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u0, 16)), wj));
-            se1 = _mm512_add_ps(se1, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u1, 16)), wj));
-            so0 = _mm512_add_ps(so0, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(u0, hi)), wj));
-            so1 = _mm512_add_ps(so1, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(u1, hi)), wj));
+        for (int r = 0; r < R; r++) {
+            __m512 wj = _mm512_set1_ps(wr[r]);
+            __m512i u0 = _mm512_loadu_si512((const void *)(dr[r] + b));
+            __m512i u1 = _mm512_loadu_si512((const void *)(dr[r] + b + 64));
+            se0 = _mm512_add_ps(se0, _mm512_mul_ps(even512(u0), wj));
+            se1 = _mm512_add_ps(se1, _mm512_mul_ps(even512(u1), wj));
+            so0 = _mm512_add_ps(so0, _mm512_mul_ps(odd512(u0), wj));
+            so1 = _mm512_add_ps(so1, _mm512_mul_ps(odd512(u1), wj));
             mx0 = _mm512_max_epu16(mx0, _mm512_and_si512(u0, mag));
             mx1 = _mm512_max_epu16(mx1, _mm512_and_si512(u1, mag));
-            if (cd[j]) { /* the copy's stores among the arithmetic, not in a burst */
-                if (b >= 64) copy64_512(cd[j] + b, cs[j] + b, cstream);
-                copy64_512(cd[j] + b + 64, cs[j] + b + 64, cstream);
-            }
         }
-        finish512(se0, so0, mx0, cwv, h + i0 / 2, bad + i0 / 2, &anybad, &nonfinite);
-        finish512(se1, so1, mx1, cwv, h + i0 / 2 + RV, bad + i0 / 2 + RV, &anybad, &nonfinite);
+        /* the lines loaded whole (up to byte b + 127: line b / 64), in runs */
+        if (any && b / 64 - *cnext + 1 >= COPY_RUN)
+            lines512(rows, copy, cofs, k, b / 64, cnext, cstream);
+        finish512(se0, so0, mx0, cwv, av, h + i0 / 2, bad + i0 / 2, &anybad, &nonfinite, &dmax);
+        finish512(se1, so1, mx1, cwv, av, h + i0 / 2 + RV, bad + i0 / 2 + RV, &anybad,
+                  &nonfinite, &dmax);
     }
     if (i0 + 2 * RV <= m) { /* one more block */
         __m512 se = _mm512_setzero_ps(), so = se;
         __m512i mx = _mm512_setzero_si512();
         int64_t b = (off + i0) * 2;
-        for (int j = 0; j < k; j++) {
-            __m512 wj = _mm512_set1_ps(w[j]);
-            __m512i u = _mm512_loadu_si512((const void *)(rows[j] + b));
-            se = _mm512_add_ps(se, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), wj));
-            so = _mm512_add_ps(so, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(u, hi)), wj));
+        for (int r = 0; r < R; r++) {
+            __m512 wj = _mm512_set1_ps(wr[r]);
+            __m512i u = _mm512_loadu_si512((const void *)(dr[r] + b));
+            se = _mm512_add_ps(se, _mm512_mul_ps(even512(u), wj));
+            so = _mm512_add_ps(so, _mm512_mul_ps(odd512(u), wj));
             mx = _mm512_max_epu16(mx, _mm512_and_si512(u, mag));
         }
-        for (int j = 0; j < k && b >= 64; j++)
-            if (cd[j]) copy64_512(cd[j] + b, cs[j] + b, cstream);
-        finish512(se, so, mx, cwv, h + i0 / 2, bad + i0 / 2, &anybad, &nonfinite);
+        if (any) lines512(rows, copy, cofs, k, b / 64 - 1, cnext, cstream);
+        finish512(se, so, mx, cwv, av, h + i0 / 2, bad + i0 / 2, &anybad, &nonfinite, &dmax);
         i0 += 2 * RV;
     }
     int nbad = _mm512_test_epi32_mask(anybad, anybad) != 0;
     int nf = _mm512_test_epi32_mask(nonfinite, _mm512_set1_epi32((int)0x80000000u)) != 0;
+    /* (2^100: see above; d >= 0, so its bits compare as integers) */
+    nf |= _mm512_cmpgt_epu32_mask(dmax, _mm512_set1_epi32(0x71800000)) != 0;
+    /* (the tail's sums are pairs_body's, of the generic products) */
     return pairs_tail(rows, w, k, c, off, i0, m, h, bad, nbad, nf);
 }
 #endif
@@ -620,29 +729,37 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
     unsigned char bad[CHUNK];
     uint16_t bad16[CHUNK];
     size_t oes = scanfuse_dtype_size(odt), xes = scanfuse_dtype_size(xdt);
-    bool pairs = bf16 && odt == SCANFUSE_BFLOAT16;
-    pairs_fn pk = pairs ? pairs_kernel() : NULL;
-    const float c = k == 1 ? 0.0f : (float)(2 * k + 4) * 0x1p-24f;
+    /* One slot: the AVX-512 kernel has a loop without the acceptance test (the sum is
+     * exact); elsewhere the generic loop below (measured faster than pairs_body, whose
+     * test one slot does not need).  Its copies go chunk by chunk, just before the
+     * chunk's arithmetic (measured faster than within the kernel for one slot). */
+    pairs_fn pk = bf16 && odt == SCANFUSE_BFLOAT16 ? pairs_kernel() : NULL;
+#ifdef ROWS_X86_VARIANTS
+    bool pairs = pk && (k > 1 || pk == pairs_avx512);
+#else
+    bool pairs = pk && k > 1;
+#endif
+    const float c = (float)(2 * k + 4) * 0x1p-24f;
     /* pairs_avx512's constant: (2k + 4) * 2^-24 * sum |w_j|, rounded up (the double
      * sum errs by less than 2^-40), where that float is accurate */
     double wsum = 0.0;
     for (int j = 0; j < k; j++) wsum += fabs((double)w[j]);
     double cwd = (double)(2 * k + 4) * 0x1p-24 * wsum * (1.0 + 0x1p-20);
-    const float cw = k == 1 ? 0.0f : cwd >= 0x1p-100 && cwd <= 0x1p100 ? (float)cwd : -1.0f;
-    /* the copies the pairs kernel makes as it reads (16-byte aligned ones); the others
-     * are copied chunk by chunk below, just before the chunk is read */
+    const float cw = cwd >= 0x1p-100 && cwd <= 0x1p100 ? (float)cwd : -1.0f;
+    /* The copies the pairs kernel makes as it reads (k >= 2): all but each row's head
+     * (the bytes before its first line boundary, copied here) and the bytes after the
+     * last line it reached (copied at the end).  The others are copied chunk by chunk
+     * below, just before the chunk is read. */
     char *kcopy[COMB_ROWS_MAX_K];
     bool any_copy = false;
     SF_ASSERT(k <= COMB_ROWS_MAX_K);
-    /* the pairs kernel copies all but each row's head (the bytes before its first line
-     * boundary, copied here) and the bytes after its last whole block's line (copied at
-     * the end) */
-    size_t nb = (size_t)n * 2, kdone = n >= 2 * RV ? (size_t)(n / (2 * RV) - 1) * 64 : 0;
+    size_t nb = (size_t)n * 2;
+    int64_t cnext = 0; /* the next line the kernel copies (see pairs_body) */
     for (int j = 0; j < k; j++) {
         kcopy[j] = NULL;
         if (!copy || !copy[j]) continue;
         any_copy = true;
-        if (pairs && !getenv("H5_NOKC")) {
+        if (pairs && k > 1) {
             kcopy[j] = copy[j];
             size_t hd = (size_t)(-(uintptr_t)copy[j] & 63);
             sf_cpu_row_copy(copy[j], rows[j], hd < nb ? hd : nb, copy_stream);
@@ -651,15 +768,14 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
     for (int64_t off = 0; off < n; off += CHUNK) {
         int64_t m = n - off < CHUNK ? n - off : CHUNK;
         char *dst = (char *)out + (size_t)off * oes;
-        static int nocopy = -1; if (nocopy < 0) nocopy = getenv("H5_NOCOPY") != NULL;
-        for (int j = 0; !nocopy && any_copy && j < k; j++)
+        for (int j = 0; any_copy && j < k; j++)
             if (copy[j] && !kcopy[j])
                 sf_cpu_row_copy((char *)copy[j] + (size_t)off * xes,
                                 (const char *)rows[j] + (size_t)off * xes, (size_t)m * xes,
                                 copy_stream);
         if (pairs) {
-            static int nocomp = -1; if (nocomp < 0) nocomp = getenv("H5_NOCOMP") != NULL;
-            int nbad = nocomp ? 0 : pk((const char *const *)rows, w, k, c, cw, off, m, hp, badp, kcopy, copy_stream);
+            int nbad = pk((const char *const *)rows, w, k, c, cw, off, m, hp, badp, kcopy,
+                          copy_stream, &cnext);
             if (nbad < 0) return false;
             for (int64_t i = 0; i < m && nbad > 0; i++) {
                 if (!(badp[i / 2] >> (i & 1 ? 16 : 0) & 0xFFFFu)) continue;
@@ -674,7 +790,7 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
             if (off + m < n) continue;
             for (int j = 0; j < k; j++) { /* the rest of the rows the kernel copied */
                 if (!kcopy[j]) continue;
-                size_t hd = (size_t)(-(uintptr_t)copy[j] & 63), from = n >= 2 * RV ? kdone + hd : hd;
+                size_t from = (size_t)(-(uintptr_t)copy[j] & 63) + 64 * (size_t)cnext;
                 if (from < nb)
                     sf_cpu_row_copy(kcopy[j] + from, (const char *)rows[j] + from, nb - from,
                                     copy_stream);

@@ -22,8 +22,11 @@
  *  4. The row combine (cpu_rows.c: gathered rows times a weight per row, summed over
  *     the slots, maybe cast to bfloat16) gives the op-by-op bytes on values chosen to
  *     reach each of its paths (sums near rounding boundaries, sums not exact in
- *     double, subnormals, zeros, infinities and NaN, bad indices), with tiny and normal
- *     tiles and with streaming stores forced on.
+ *     double, subnormals, zeros, infinities and NaN, bad indices, every slot of a token
+ *     reading its own row), with tiny and normal tiles, with streaming stores forced on,
+ *     and with the baseline and AVX2 kernels forced (sf_cpu_rows_isa); and the kernel
+ *     sf_cpu_row_combine itself, every variant, against the generic arithmetic written
+ *     out, with its row copies at every alignment and guard bytes around them.
  */
 #include "harness.h"
 #include "sf.h"
@@ -870,6 +873,9 @@ static void test_combine(uint64_t seed) {
         int form = (int)(sf_test_rng_next(&r) % 3), mode = (int)(sf_test_rng_next(&r) % 4);
         bool cast = sf_test_rng_next(&r) % 4 != 0, special = sf_test_rng_next(&r) % 4 == 0;
         bool bad_index = sf_test_rng_next(&r) % 8 == 0, unit = sf_test_rng_next(&r) % 2 == 0;
+        /* form 1, as in the MoE examples: every slot of token t reads a copy of row t
+         * (the kernels' repeated-row path) */
+        bool own = form == 1 && sf_test_rng_next(&r) % 2 == 0;
         char text[2048];
         int len = snprintf(text, sizeof text, "input x: %s[%lld, %lld]\n",
                            scanfuse_dtype_name(xd), (long long)R, (long long)H);
@@ -923,6 +929,7 @@ static void test_combine(uint64_t seed) {
                     sf_store_f64(ins[k].data, e, dt, v);
                 } else { /* idx, tok: rows in range, now and then one that is not */
                     int64_t v = (int64_t)(sf_test_rng_next(&r) % (uint64_t)R);
+                    if (own) v = strcmp(name, "tok") == 0 ? e / K : e;
                     if (bad_index && sf_test_rng_next(&r) % 97 == 0) v = (e & 1) ? R + 3 : -1;
                     sf_store_i64(ins[k].data, e, dt, v);
                 }
@@ -932,6 +939,216 @@ static void test_combine(uint64_t seed) {
         snprintf(what, sizeof what, "combine program %d", i);
         if (!compare_fused_on(f, ins, what, text)) failed++;
         scanfuse_fusion_free(f);
+    }
+}
+
+/* The row combine kernel itself (sf_cpu_row_combine), every variant (sf_cpu_rows_isa:
+ * baseline, AVX2, AVX-512 where the CPU has them), against the generic arithmetic
+ * written out here: float32 products, their compensated sum rounded to float32, then
+ * to bfloat16.  A kernel that returns true must give exactly those bytes, and its row
+ * copies must equal their rows; one must return false where a product or the sum is
+ * not finite.  Values aim at every branch: sums on and next to bfloat16 rounding
+ * boundaries (few-bit values times weights near powers of two), cancellation,
+ * subnormals, zero rows, infinities and NaN, weights whose sum is out of the AVX-512
+ * bound's range, huge products; k up to 8 with rows repeated (the AVX-512 kernel then
+ * multiplies a row once by its summed weights) or distinct; lengths around the block
+ * and chunk sizes; copies and outputs at every 2-byte alignment, with guard bytes. */
+static uint16_t kc_bf16(sf_test_rng *r, int mode) {
+    uint64_t u = sf_test_rng_next(r);
+    double v;
+    switch (mode) {
+    case 0: v = sf_test_rng_uniform(r) * 4.0 - 2.0; break;
+    case 1: v = (double)((int64_t)(u % 64) - 32) / 8.0; break;        /* few bits: ties */
+    case 2: v = (sf_test_rng_uniform(r) * 2.0 - 1.0) * 0x1p-130; break; /* subnormals */
+    case 3: v = (u & 1) ? 0x1p100 * (1.0 + (double)(u % 7)) : 1.5; break; /* huge */
+    case 6: v = ldexp(sf_test_rng_uniform(r) + 1.0, (int)(u % 25) - 12) * ((u & 32) ? -1 : 1);
+        break; /* magnitudes far apart: the float sums round a lot */
+    default: v = 0.0; break;                                            /* zero rows */
+    }
+    if (u % 61 == 0) v = (u & 128) ? -0.0 : 0.0;
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint16_t h = (uint16_t)(b >> 16); /* truncation: any bfloat16 will do */
+    if (mode == 5 && u % 97 == 3) /* infinities and a NaN */ h = (u & 256) ? 0x7F80 : (u & 512) ? 0xFF80 : 0x7FC1;
+    return h;
+}
+
+static float kc_weight(sf_test_rng *r, int mode) {
+    uint64_t u = sf_test_rng_next(r);
+    switch (mode) {
+    case 0: return (float)(sf_test_rng_uniform(r) * 2.0 - 0.5);
+    case 1: { /* near powers of two: sums just on or next to the boundaries */
+        static const float ws[] = {1.0f, -0.5f, 0x1p-8f, 3 * 0x1p-9f, 1.0f + 0x1p-20f,
+                                   -(1.0f - 0x1p-23f), 0.25f + 0x1p-30f, 2.0f};
+        return ws[u % 8];
+    }
+    case 2: return (u & 1) ? 0x1p-110f : -0x1p-112f; /* W out of the bound's range */
+    case 3: return (u & 1) ? 0x1p60f : -0x1p60f;     /* cancelling huge weights */
+    default: return (u % 5 == 0) ? INFINITY : 0.5f;
+    }
+}
+
+static uint16_t kc_ref(const uint16_t *const *rows, const float *w, int k, int64_t i,
+                       bool *finite) {
+    double hs = 0.0, ls = 0.0;
+    bool fin = true;
+    for (int j = 0; j < k; j++) {
+        uint32_t b = (uint32_t)rows[j][i] << 16;
+        float x;
+        memcpy(&x, &b, 4);
+        float p = x * w[j];
+        fin &= isfinite(p) != 0;
+        sf_cpu_sum2_add(&hs, &ls, (double)p);
+    }
+    float y = (float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32);
+    fin &= isfinite(y) != 0;
+    *finite = fin;
+    uint32_t u;
+    memcpy(&u, &y, 4);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* Crafted cases of the AVX-512 kernel's repeated-row path (every variant runs them):
+ * one row repeated k times, so that its products are summed through merged weights. */
+static void test_combine_kernel_crafted(void) {
+    int saved = sf_cpu_rows_isa;
+    for (int isa = 1; isa <= 3; isa++) {
+        sf_cpu_rows_isa = isa;
+        /* (a) every positive bfloat16 below 2 (one per element) times eight weights 0.7:
+         * merged, 5.6 x rounds differently from the sum of the eight products next to
+         * many boundaries, in the subnormal range (where the products round by up to
+         * 2^-150 each) and above */
+        enum { N = 0x3FFF };
+        static uint16_t x[N], out[N];
+        const uint16_t *rows[8];
+        float w[8];
+        for (int i = 0; i < N; i++) x[i] = (uint16_t)(i + 1);
+        for (int j = 0; j < 8; j++) {
+            rows[j] = x;
+            w[j] = 0.7f;
+        }
+        bool ok = sf_cpu_row_combine((const void *const *)rows, SCANFUSE_BFLOAT16, w, 8, N, out,
+                                     SCANFUSE_BFLOAT16, false, NULL, false);
+        int bad = 0;
+        for (int i = 0; i < N && ok; i++) {
+            bool fin;
+            bad += out[i] != kc_ref(rows, w, 8, i, &fin);
+        }
+        CHECKF(ok && bad == 0, "combine kernel isa %d: merged weights, %d elements differ (ok %d)",
+               isa, bad, (int)ok);
+        /* (b) the smallest bfloat16 subnormal (2^-133) times eight weights just above
+         * 1/16: each product rounds down to 2^-137, their sum 2^-134 is the midpoint
+         * between 0 and 2^-133 and rounds to 0, while x times the merged weight (just
+         * above 1/2) rounds to 2^-133: within the rounding of subnormal products, which
+         * only the bound's absolute term covers */
+        for (int i = 0; i < 64; i++) x[i] = i % 2 ? 0x8001 : 0x0001; /* whole blocks */
+        for (int j = 0; j < 8; j++) w[j] = 0x1.000666p-4f;
+        ok = sf_cpu_row_combine((const void *const *)rows, SCANFUSE_BFLOAT16, w, 8, 64, out,
+                                SCANFUSE_BFLOAT16, false, NULL, false);
+        bad = 0;
+        for (int i = 0; i < 64 && ok; i++) {
+            bool fin;
+            bad += out[i] != kc_ref(rows, w, 8, i, &fin);
+        }
+        CHECKF(ok && bad == 0, "combine kernel isa %d: subnormal products near a tie: %d differ",
+               isa, bad);
+        /* (c) products that overflow while the merged weights cancel: must refuse */
+        for (int i = 0; i < 64; i++) x[i] = 0x7100; /* 2^99 */
+        w[0] = 0x1p30f;
+        w[1] = -0x1p30f;
+        ok = sf_cpu_row_combine((const void *const *)rows, SCANFUSE_BFLOAT16, w, 2, 64, out,
+                                SCANFUSE_BFLOAT16, false, NULL, false);
+        CHECKF(!ok, "combine kernel isa %d: overflowing products were accepted", isa);
+    }
+    sf_cpu_rows_isa = saved;
+}
+
+static void test_combine_kernel(uint64_t seed) {
+    static const int64_t ns[] = {1, 31, 32, 33, 64, 65, 127, 128, 200, 511, 512, 513, 1031, 2100};
+    static const int Ks[] = {1, 2, 3, 8};
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    int failed = 0, saved = sf_cpu_rows_isa;
+    enum { G = 64 }; /* guard bytes around outputs and copies */
+    for (int it = 0; it < 3000 && failed < 5; it++) {
+        int isa = 1 + it % 3, k = Ks[sf_test_rng_next(&r) % 4];
+        int64_t n = ns[sf_test_rng_next(&r) % 14];
+        int xmode = (int)(sf_test_rng_next(&r) % 7), wmode = (int)(sf_test_rng_next(&r) % 5);
+        if (sf_test_rng_next(&r) % 3) wmode = wmode > 1 ? 0 : wmode; /* mostly ordinary */
+        int nsrc = 1 + (int)(sf_test_rng_next(&r) % (uint64_t)k); /* distinct rows */
+        bool copies = sf_test_rng_next(&r) % 2, stream = sf_test_rng_next(&r) % 2;
+        size_t rb = (size_t)n * 2;
+        uint16_t *src = malloc(rb * (size_t)nsrc + 64);
+        unsigned char *obuf = malloc(rb + 2 * G + 64), *cbuf = malloc((rb + 2 * G + 64) * (size_t)k);
+        if (!src || !obuf || !cbuf) {
+            free(src);
+            free(obuf);
+            free(cbuf);
+            CHECK(false);
+            return;
+        }
+        for (size_t e = 0; e < (size_t)n * (size_t)nsrc; e++) src[e] = kc_bf16(&r, xmode);
+        const uint16_t *rows[8];
+        float w[8];
+        void *cp[8];
+        for (int j = 0; j < k; j++) {
+            rows[j] = src + (size_t)n * (sf_test_rng_next(&r) % (uint64_t)nsrc);
+            w[j] = kc_weight(&r, wmode);
+        }
+        size_t oa = 2 * (sf_test_rng_next(&r) % 32); /* 2-byte alignments within a line */
+        memset(obuf, 0xA5, rb + 2 * G + 64);
+        memset(cbuf, 0x5A, (rb + 2 * G + 64) * (size_t)k);
+        unsigned char *out = obuf + G + oa;
+        for (int j = 0; j < k; j++)
+            cp[j] = copies && sf_test_rng_next(&r) % 4 ? cbuf + (rb + 2 * G + 64) * (size_t)j + G +
+                                                             2 * (sf_test_rng_next(&r) % 32)
+                                                       : NULL;
+        sf_cpu_rows_isa = isa;
+        bool ok = sf_cpu_row_combine((const void *const *)rows, SCANFUSE_BFLOAT16, w, k, n, out,
+                                     SCANFUSE_BFLOAT16, stream, copies ? cp : NULL, stream);
+        sf_cpu_stream_fence();
+        sf_cpu_rows_isa = saved;
+        bool allfinite = true, same = true;
+        int64_t first = -1;
+        for (int64_t i = 0; i < n; i++) {
+            bool fin;
+            uint16_t want = kc_ref(rows, w, k, i, &fin), got;
+            memcpy(&got, out + 2 * i, 2);
+            allfinite &= fin;
+            if (ok && got != want && first < 0) first = i;
+            same &= !ok || got == want;
+        }
+        CHECKF(same, "combine kernel isa %d k %d n %lld modes %d/%d rows %d: element %lld differs", isa,
+               k, (long long)n, xmode, wmode, nsrc, (long long)first);
+        CHECKF(allfinite || !ok, "combine kernel isa %d k %d n %lld: a non-finite sum was accepted",
+               isa, k, (long long)n);
+        /* false only for a non-finite sum, or (AVX-512 bound) products near overflow or
+         * weights out of range: never for ordinary finite values */
+        CHECKF(ok || !allfinite || xmode == 3 || wmode >= 2,
+               "combine kernel isa %d k %d n %lld modes %d/%d: refused finite sums", isa, k,
+               (long long)n, xmode, wmode);
+        bool guards = true, copied = true;
+        for (size_t b = 0; b < G + oa; b++) guards &= obuf[b] == 0xA5;
+        for (size_t b = G + oa + rb; b < rb + 2 * G + 64; b++) guards &= obuf[b] == 0xA5;
+        for (int j = 0; copies && j < k; j++) {
+            unsigned char *base = cbuf + (rb + 2 * G + 64) * (size_t)j;
+            if (!cp[j]) {
+                for (size_t b = 0; b < rb + 2 * G + 64; b++) guards &= base[b] == 0x5A;
+                continue;
+            }
+            size_t at = (size_t)((unsigned char *)cp[j] - base);
+            for (size_t b = 0; b < at; b++) guards &= base[b] == 0x5A;
+            for (size_t b = at + rb; b < rb + 2 * G + 64; b++) guards &= base[b] == 0x5A;
+            if (ok) copied &= memcmp(cp[j], rows[j], rb) == 0;
+        }
+        CHECKF(guards, "combine kernel isa %d k %d n %lld: wrote outside its output or copies",
+               isa, k, (long long)n);
+        CHECKF(copied, "combine kernel isa %d k %d n %lld: a row copy differs", isa, k, (long long)n);
+        failed += !same || !guards || !copied;
+        free(src);
+        free(obuf);
+        free(cbuf);
     }
 }
 
@@ -956,5 +1173,13 @@ int main(void) {
     test_combine(5);
     test_random_index(11);
     sf_cpu_rows_nt_min_bytes = nt;
+    test_combine_kernel(77);
+    test_combine_kernel_crafted();
+    /* the op-level combine again with the baseline and AVX2 kernels */
+    for (int isa = 1; isa <= 2; isa++) {
+        sf_cpu_rows_isa = isa;
+        test_combine(300 + (uint64_t)isa);
+    }
+    sf_cpu_rows_isa = 0;
     return sf_test_finish("test_segment");
 }
