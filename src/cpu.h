@@ -53,6 +53,18 @@ static inline double sf_cpu_from_bits(uint64_t b) {
     return v;
 }
 
+static inline uint32_t sf_cpu_f32_bits(float v) {
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    return b;
+}
+
+static inline float sf_cpu_f32_from_bits(uint32_t b) {
+    float v;
+    memcpy(&v, &b, 4);
+    return v;
+}
+
 /* float16 bits -> double (exact). */
 static inline double sf_cpu_f16_to_f64(uint16_t h) {
     uint64_t sign = (uint64_t)(h >> 15) << 63;

@@ -843,17 +843,6 @@ static void tile_box(const sf_cpu_fused *fp, int64_t t, int64_t *lo, int64_t *hi
 #define FUSED_CLONES
 #endif
 
-/* float <-> bits without aliasing (a fixed-size memcpy compiles to a register move). */
-static inline float f32_from_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static inline uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 
 /* n values of dtype dt (float32, bfloat16, or float64 rounded as a float32 store
  * rounds) at element offsets off, off + stride, ... as floats. */
@@ -884,13 +873,13 @@ static void load_f32(const void *base, scanfuse_dtype dt, int64_t off, int64_t s
             for (int64_t i = 0; i < n; i++) {
                 uint16_t h;
                 memcpy(&h, q + i * 2, 2);
-                out[i] = f32_from_bits((uint32_t)h << 16);
+                out[i] = sf_cpu_f32_from_bits((uint32_t)h << 16);
             }
         } else {
             for (int64_t i = 0; i < n; i++) {
                 uint16_t h;
                 memcpy(&h, p + (off + i * stride) * 2, 2);
-                out[i] = f32_from_bits((uint32_t)h << 16);
+                out[i] = sf_cpu_f32_from_bits((uint32_t)h << 16);
             }
         }
     } else {
@@ -922,13 +911,13 @@ static void store_f32(void *base, scanfuse_dtype dt, int64_t off, int64_t stride
     if (stride == 1) {
         char *q = p + off * 2;
         for (int64_t i = 0; i < n; i++) {
-            uint32_t u = f32_bits(x[i]);
+            uint32_t u = sf_cpu_f32_bits(x[i]);
             uint16_t h = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
             memcpy(q + i * 2, &h, 2);
         }
     } else {
         for (int64_t i = 0; i < n; i++) {
-            uint32_t u = f32_bits(x[i]);
+            uint32_t u = sf_cpu_f32_bits(x[i]);
             uint16_t h = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
             memcpy(p + (off + i * stride) * 2, &h, 2);
         }
@@ -953,7 +942,7 @@ static bool store_f32_nan(void *base, scanfuse_dtype dt, int64_t off, int64_t st
     if (dt == SCANFUSE_BFLOAT16 && stride == 1) {
         char *q = p + off * 2;
         for (int64_t i = 0; i < n; i++) {
-            uint32_t u = f32_bits(x[i]);
+            uint32_t u = sf_cpu_f32_bits(x[i]);
             nan |= x[i] != x[i];
             uint16_t h = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
             memcpy(q + i * 2, &h, 2);
@@ -1356,8 +1345,8 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
             fast_compute(s->fast, x[0], x[1], r[j], mm, bc[0], bc[1]);
             if (inner_bf16) { /* an inner cast to bfloat16 rounds now (NaN stays NaN) */
                 for (int64_t i = 0; i < mm; i++) {
-                    uint32_t u = f32_bits(r[j][i]);
-                    float q = f32_from_bits(((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16) << 16);
+                    uint32_t u = sf_cpu_f32_bits(r[j][i]);
+                    float q = sf_cpu_f32_from_bits(((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16) << 16);
                     r[j][i] = r[j][i] != r[j][i] ? r[j][i] : q;
                 }
             }

@@ -115,18 +115,7 @@ void sf_cpu_stream_fence(void) {
 #endif
 }
 
-static inline float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+static inline float bf16_to_f32(uint16_t h) { return sf_cpu_f32_from_bits((uint32_t)h << 16); }
 
 /* Element i of a row of float32 or bfloat16 as a float. */
 static inline float row_at(const void *row, bool bf16, int64_t i) {
@@ -199,7 +188,7 @@ static int combine_chunk(const void *const *rows, bool bf16, const float *w, int
             float hi = (float)(s[l] + e);
             lo[l] = (float)(s[l] - e);
             nonfinite |= !(s[l] - s[l] == 0.0);
-            b[l] = f32_bits(lo[l]) != f32_bits(hi);
+            b[l] = sf_cpu_f32_bits(lo[l]) != sf_cpu_f32_bits(hi);
             nbad += b[l];
         }
         for (int l = 0; l < n; l++) {
@@ -306,13 +295,13 @@ static int combine_chunk_bf16(const void *const *rows, bool bf16, const float *w
             a += fabsf(p);
         }
         float d = a * c;
-        uint32_t lo = f32_bits(s - d), hi = f32_bits(s + d);
+        uint32_t lo = sf_cpu_f32_bits(s - d), hi = sf_cpu_f32_bits(s + d);
         lo = (lo + 0x7FFFu + ((lo >> 16) & 1u)) >> 16;
         hi = (hi + 0x7FFFu + ((hi >> 16) & 1u)) >> 16;
         h[i] = (uint16_t)lo;
         bad[i] = lo != hi;
         nbad |= lo != hi;
-        nf |= (f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+        nf |= (sf_cpu_f32_bits(s) & 0x7F800000u) == 0x7F800000u;
     }
     return nf ? -1 : nbad;
 }
@@ -381,13 +370,13 @@ static int pairs_tail(const char *const *rows, const float *w, int k, float c, i
                 a += fabsf(p);
             }
             float d = a * c;
-            uint32_t l = f32_bits(s - d), u = f32_bits(s + d);
+            uint32_t l = sf_cpu_f32_bits(s - d), u = sf_cpu_f32_bits(s + d);
             l = (l + 0x7FFFu + ((l >> 16) & 1u)) >> 16;
             u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
             th[i - i0] = (uint16_t)l;
             tb[i - i0] = (uint16_t)(l != u);
             nbad |= l != u;
-            nf |= (f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+            nf |= (sf_cpu_f32_bits(s) & 0x7F800000u) == 0x7F800000u;
         }
         memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
         memcpy(bad + i0 / 2, tb, (size_t)(m - i0) * 2);
@@ -574,7 +563,7 @@ static int one_avx512(const char *row, float w, int64_t off, int64_t m, uint32_t
     uint16_t th[2 * RV];
     for (int64_t i = i0; i < m; i++) { /* the tail */
         float p = 0.0f + row_at(row, true, off + i) * w;
-        uint32_t u = f32_bits(p);
+        uint32_t u = sf_cpu_f32_bits(p);
         th[i - i0] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
         nf |= (u & 0x7F800000u) == 0x7F800000u;
     }
@@ -712,7 +701,7 @@ static pairs_fn pairs_kernel(void) {
 ROWS_CLONES
 static void to_bf16(const float *restrict y, uint16_t *restrict h, int64_t m) {
     for (int64_t i = 0; i < m; i++) {
-        uint32_t u = f32_bits(y[i]);
+        uint32_t u = sf_cpu_f32_bits(y[i]);
         h[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
     }
 }
@@ -782,7 +771,7 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
                 double hs = 0.0, ls = 0.0; /* the generic compensated sum, in slot order */
                 for (int j = 0; j < k; j++)
                     sf_cpu_sum2_add(&hs, &ls, (double)(row_at(rows[j], bf16, off + i) * w[j]));
-                uint32_t u = f32_bits((float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32));
+                uint32_t u = sf_cpu_f32_bits((float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32));
                 u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
                 hp[i / 2] = i & 1 ? (hp[i / 2] & 0xFFFFu) | u << 16 : (hp[i / 2] & 0xFFFF0000u) | u;
             }
@@ -805,7 +794,7 @@ bool sf_cpu_row_combine(const void *const *rows, scanfuse_dtype xdt, const float
                 double hs = 0.0, ls = 0.0; /* the generic compensated sum, in slot order */
                 for (int j = 0; j < k; j++)
                     sf_cpu_sum2_add(&hs, &ls, (double)(row_at(rows[j], bf16, off + i) * w[j]));
-                uint32_t u = f32_bits((float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32));
+                uint32_t u = sf_cpu_f32_bits((float)sf_cpu_sum2_result(hs, ls, SCANFUSE_FLOAT32));
                 h[i] = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
             }
             sf_cpu_row_copy(dst, h, (size_t)m * 2, stream);

@@ -148,17 +148,6 @@ typedef struct scan_work {
  * float32 ulp and the 2^-36 * (1 + |exact|) of docs/OPS.md.  An infinite maximum gives
  * that infinity (log of S = 1), a NaN propagates, -inf elements add nothing. */
 
-static inline double f64_from(uint64_t u) {
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-static inline uint64_t f64_bits(double d) {
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return u;
-}
-
 /* e^x for x <= 0 (0 below -708, where it is below every S's ulp; exactly 1 at 0):
  * x = k ln2 + r, |r| <= ln2/2 (Cody-Waite: ln2's high part has 32 significant bits, so
  * k * LN2_HI is exact), e^r by its Taylor series to r^13/13!, scaled by 2^k through the
@@ -185,8 +174,8 @@ static inline double exp_nonpos(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    int64_t ki = (int64_t)(f64_bits(t) - f64_bits(MAGIC));
-    double scale = f64_from((uint64_t)(ki + 1023) << 52);
+    int64_t ki = (int64_t)(sf_cpu_bits(t) - sf_cpu_bits(MAGIC));
+    double scale = sf_cpu_from_bits((uint64_t)(ki + 1023) << 52);
     return x > -708.0 ? p * scale : 0.0;
 }
 
@@ -196,13 +185,13 @@ static inline double exp_nonpos(double x) {
 static inline double log_ge1(double s) {
     const double MAGIC = 0x1.8p52;
     const double LN2_HI = 0x1.62e42feep-1, LN2_LO = 0x1.a39ef35793c76p-33;
-    uint64_t b = f64_bits(s);
+    uint64_t b = sf_cpu_bits(s);
     int64_t e = (int64_t)(b >> 52) - 1023;
-    double f = f64_from((b & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    double f = sf_cpu_from_bits((b & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
     bool big = f > 0x1.6a09e667f3bcdp0;
     f = big ? f * 0.5 : f;
     e = big ? e + 1 : e;
-    double ed = f64_from(f64_bits(MAGIC) + (uint64_t)e) - MAGIC;
+    double ed = sf_cpu_from_bits(sf_cpu_bits(MAGIC) + (uint64_t)e) - MAGIC;
     double z = (f - 1.0) / (f + 1.0), z2 = z * z;
     double p = 1.0 / 23.0;
     p = p * z2 + 1.0 / 21.0;
