@@ -335,6 +335,38 @@ typedef struct sf_red_split {
 } sf_red_split;
 void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp);
 
+/* ---- the fused path's float32 element kernels (cpu_fused_f32.c) ---- */
+
+/* The ops the fused path computes on blocks of floats with the generic kernels' bytes
+ * (cpu_fused.c, "float32 fast paths", says why they agree). */
+enum sf_cpu_fast_op {
+    SF_FAST_NONE,
+    SF_FAST_ADD, SF_FAST_SUB, SF_FAST_MUL, SF_FAST_DIV, SF_FAST_MAX, SF_FAST_MIN, /* binary */
+    SF_FAST_NEG, SF_FAST_ABS, SF_FAST_RELU,                              /* unary */
+    SF_FAST_CAST, /* float32/bfloat16 -> float32/bfloat16, float64 -> float32 */
+    SF_FAST_SUM   /* sum of float32/bfloat16 into float32 (same arithmetic, fewer passes) */
+};
+
+/* The reduced dims of reduction node n over an input of nd dims (red[SF_MAX_DIMS]), as
+ * sf_cpu_reduce reads them. */
+void sf_cpu_reduced_dims(const sf_node *n, int nd, bool *red);
+/* n values of dtype dt (float32, bfloat16, or float64 rounded as a float32 store
+ * rounds) at element offsets off, off + stride, ... as floats, and back. */
+void sf_cpu_f32_load(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                     float *restrict x);
+void sf_cpu_f32_store(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                      const float *restrict y);
+/* sf_cpu_f32_store that also tells whether a value was NaN (true; what it stored for
+ * it is then to be rewritten by the caller's generic fallback). */
+bool sf_cpu_f32_store_nan(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                          const float *restrict y);
+bool sf_cpu_f32_has_nan(const float *x, int64_t n);
+/* r = op(x, y) on m floats (op an sf_cpu_fast_op); xbc / ybc: x / y is one value. */
+void sf_cpu_f32_compute(int op, const float *restrict x, const float *restrict y,
+                        float *restrict r, int64_t m, bool xbc, bool ybc);
+/* sum of float32/bfloat16 into float32: the generic reduction's bytes. */
+void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out);
+
 /* matmul.  scratch holds sf_cpu_matmul_scratch() bytes (8-aligned) for contiguous
  * float64/int64 copies of both operands and one accumulator row. */
 int64_t sf_cpu_matmul_scratch(int na, const int64_t *ashape, int nb, const int64_t *bshape);

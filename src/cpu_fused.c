@@ -100,9 +100,9 @@ typedef struct fstep {
     fopnd in[SF_MAX_IN];
     int out[SF_MAX_OUT]; /* indices into vals */
     bool lazy_reader;    /* ST_INDEX whose x is a view of the lazy rows */
-    int fast;            /* a FAST_* float32 path, or FAST_NONE */
+    int fast;            /* a FAST_* float32 path, or SF_FAST_NONE */
     float flit[SF_MAX_IN]; /* literal operands converted to float32 (fast paths) */
-    bool sum1;           /* FAST_SUM over one element per output (elementwise) */
+    bool sum1;           /* SF_FAST_SUM over one element per output (elementwise) */
     int chain;           /* index of the chain this step starts, or -1 */
 } fstep;
 
@@ -208,23 +208,6 @@ static bool shape_eq(int na, const int64_t *a, int nb, const int64_t *b) {
     return true;
 }
 
-/* The reduced dims of a reduction node over an input of nd dims (as sf_cpu_reduce
- * reads them). */
-static void reduced_dims(const sf_node *n, int nd, bool *red) {
-    for (int d = 0; d < SF_MAX_DIMS; d++) red[d] = false;
-    bool is_arg = n->op == SF_OP_argmax || n->op == SF_OP_argmin;
-    if (is_arg ? n->a.has_dim : n->a.has_list) {
-        if (is_arg) {
-            if (n->a.dim >= 0 && n->a.dim < nd) red[n->a.dim] = true;
-        } else {
-            for (int i = 0; i < n->a.nlist; i++)
-                if (n->a.list[i] >= 0 && n->a.list[i] < nd) red[n->a.list[i]] = true;
-        }
-    } else {
-        for (int d = 0; d < nd; d++) red[d] = true;
-    }
-}
-
 /* A space: how the dims of a shape of `ndim` dims map to domain dims. */
 typedef struct space {
     int ndim;
@@ -247,14 +230,8 @@ static void align(const space *sp, int pn, const int64_t *ps, int8_t *map) {
  * max, min, neg, abs, relu select or negate exactly; bfloat16 rounds from float32 the
  * way it rounds from the same value in double.  Only NaN payloads could differ (which
  * operand's NaN propagates, when a signalling NaN is quieted), so a run whose results
- * hold a NaN is recomputed with the generic kernel. */
-enum {
-    FAST_NONE,
-    FAST_ADD, FAST_SUB, FAST_MUL, FAST_DIV, FAST_MAX, FAST_MIN, /* binary */
-    FAST_NEG, FAST_ABS, FAST_RELU,                              /* unary */
-    FAST_CAST, /* float32/bfloat16 -> float32/bfloat16, float64 -> float32 */
-    FAST_SUM   /* sum of float32/bfloat16 into float32 (same arithmetic, fewer passes) */
-};
+ * hold a NaN is recomputed with the generic kernel.  The ops (sf_cpu_fast_op) and their
+ * block kernels are in cpu_fused_f32.c. */
 
 static bool f32_exact(scanfuse_dtype dt) {
     return dt == SCANFUSE_FLOAT32 || dt == SCANFUSE_BFLOAT16;
@@ -265,29 +242,29 @@ static int fast_kind(const scanfuse_fusion *f, fstep *s) {
     scanfuse_dtype rd = f->values[n->out[0]].dtype;
     if (s->kind == ST_CAST) {
         scanfuse_dtype id = f->values[n->in[0]].dtype;
-        if (f32_exact(id) && f32_exact(rd) && id != rd) return FAST_CAST;
-        if (id == SCANFUSE_FLOAT64 && rd == SCANFUSE_FLOAT32) return FAST_CAST;
-        return FAST_NONE;
+        if (f32_exact(id) && f32_exact(rd) && id != rd) return SF_FAST_CAST;
+        if (id == SCANFUSE_FLOAT64 && rd == SCANFUSE_FLOAT32) return SF_FAST_CAST;
+        return SF_FAST_NONE;
     }
     if (s->kind == ST_REDUCE) {
         scanfuse_dtype id = f->values[n->in[0]].dtype;
-        return n->op == SF_OP_sum && rd == SCANFUSE_FLOAT32 && f32_exact(id) ? FAST_SUM
-                                                                             : FAST_NONE;
+        return n->op == SF_OP_sum && rd == SCANFUSE_FLOAT32 && f32_exact(id) ? SF_FAST_SUM
+                                                                             : SF_FAST_NONE;
     }
     if (s->kind != ST_POINTWISE || s->cdt != SCANFUSE_FLOAT32 || rd != SCANFUSE_FLOAT32)
-        return FAST_NONE;
+        return SF_FAST_NONE;
     int k;
     switch (n->op) {
-    case SF_OP_add: k = FAST_ADD; break;
-    case SF_OP_sub: k = FAST_SUB; break;
-    case SF_OP_mul: k = FAST_MUL; break;
-    case SF_OP_div: k = FAST_DIV; break;
-    case SF_OP_maximum: k = FAST_MAX; break;
-    case SF_OP_minimum: k = FAST_MIN; break;
-    case SF_OP_neg: k = FAST_NEG; break;
-    case SF_OP_abs: k = FAST_ABS; break;
-    case SF_OP_relu: k = FAST_RELU; break;
-    default: return FAST_NONE;
+    case SF_OP_add: k = SF_FAST_ADD; break;
+    case SF_OP_sub: k = SF_FAST_SUB; break;
+    case SF_OP_mul: k = SF_FAST_MUL; break;
+    case SF_OP_div: k = SF_FAST_DIV; break;
+    case SF_OP_maximum: k = SF_FAST_MAX; break;
+    case SF_OP_minimum: k = SF_FAST_MIN; break;
+    case SF_OP_neg: k = SF_FAST_NEG; break;
+    case SF_OP_abs: k = SF_FAST_ABS; break;
+    case SF_OP_relu: k = SF_FAST_RELU; break;
+    default: return SF_FAST_NONE;
     }
     for (int q = 0; q < n->nin; q++) {
         if (s->in[q].kind == SRC_LIT) {
@@ -295,7 +272,7 @@ static int fast_kind(const scanfuse_fusion *f, fstep *s) {
             sf_cpu_fill_literal_f64(s->in[q].lit, SCANFUSE_FLOAT32, &d, 1);
             s->flit[q] = (float)d; /* exact: d is a float32 value */
         } else if (!f32_exact(f->values[n->in[q]].dtype)) {
-            return FAST_NONE;
+            return SF_FAST_NONE;
         }
     }
     return k;
@@ -329,7 +306,7 @@ static bool views_value(const scanfuse_fusion *f, int32_t v, int32_t target) {
 
 /* Can step s be part of a chain (an elementwise float32 step)? */
 static bool chainable(const fstep *s) {
-    return (s->fast >= FAST_ADD && s->fast <= FAST_CAST) || (s->fast == FAST_SUM && s->sum1);
+    return (s->fast >= SF_FAST_ADD && s->fast <= SF_FAST_CAST) || (s->fast == SF_FAST_SUM && s->sum1);
 }
 
 /* The number of steps reading value vi (as an operand). */
@@ -428,8 +405,8 @@ static void plan_chains(sf_cpu_fused *fp) {
  *       index_select(x, 0, idx) with x [R, n] (domain [k, n]): the gathered elements
  *       are whole rows of x, one per (output, slot);
  *   p = mul(g, w) (either order) with w read from memory, one value per (output, slot)
- *       (its last dim is 1), float32 arithmetic (FAST_MUL);
- *   s = sum(p, dim=slots) into float32 (FAST_SUM), then maybe c = cast(s, bfloat16);
+ *       (its last dim is 1), float32 arithmetic (SF_FAST_MUL);
+ *   s = sum(p, dim=slots) into float32 (SF_FAST_SUM), then maybe c = cast(s, bfloat16);
  * only the last value leaves the segment, and these are the segment's only steps.
  * Then each output row is sf_cpu_row_combine of k rows of x read in place: no tile
  * buffers, no per-op passes.  Layout conditions (rows contiguous) are checked per tile
@@ -443,7 +420,7 @@ static void plan_combine(sf_cpu_fused *fp, const sf_node *anchor) {
     if (!anchor || anchor->op != SF_OP_sum || nd < 2 || (fp->nsteps != 3 && fp->nsteps != 4))
         return;
     bool red[SF_MAX_DIMS];
-    reduced_dims(anchor, nd, red);
+    sf_cpu_reduced_dims(anchor, nd, red);
     for (int d = 0; d < nd; d++)
         if (red[d] != (d == nd - 2)) return;
     if (fp->dom[nd - 2] < 1 || fp->dom[nd - 2] > COMB_MAX_K) return;
@@ -468,7 +445,7 @@ static void plan_combine(sf_cpu_fused *fp, const sf_node *anchor) {
         return;
     }
     /* the product with one weight per row */
-    if (m->fast != FAST_MUL || fp->vals[m->out[0]].dest >= 0) return;
+    if (m->fast != SF_FAST_MUL || fp->vals[m->out[0]].dest >= 0) return;
     int wq = -1;
     for (int q = 0; q < 2; q++)
         if (m->in[q].kind == SRC_VAL && m->in[q].idx == g->out[0]) wq = 1 - q;
@@ -476,13 +453,13 @@ static void plan_combine(sf_cpu_fused *fp, const sf_node *anchor) {
     const sf_value *wv = &f->values[m->node->in[wq]];
     if (wv->ndim > nd || (wv->ndim > 0 && wv->shape[wv->ndim - 1] != 1)) return;
     /* the sum over the slots, then maybe a cast */
-    if (sm->node != anchor || sm->fast != FAST_SUM || sm->in[0].kind != SRC_VAL ||
+    if (sm->node != anchor || sm->fast != SF_FAST_SUM || sm->in[0].kind != SRC_VAL ||
         sm->in[0].idx != m->out[0])
         return;
     int last = 2;
     if (fp->nsteps == 4) {
         const fstep *c = &fp->steps[3];
-        if (c->fast != FAST_CAST || c->in[0].kind != SRC_VAL || c->in[0].idx != sm->out[0] ||
+        if (c->fast != SF_FAST_CAST || c->in[0].kind != SRC_VAL || c->in[0].idx != sm->out[0] ||
             fp->vals[sm->out[0]].dest >= 0 || !f32_exact(fp->vals[c->out[0]].dtype))
             return;
         last = 3;
@@ -542,7 +519,7 @@ sf_cpu_fused *sf_cpu_fused_plan(const scanfuse_fusion *f, const sf_segment *seg,
     if (anchor && sf_op_table[anchor->op].kind == SF_KIND_SCAN) {
         if (fp->nd > 0) fp->whole[anchor->a.dim] = true;
     } else if (anchor) {
-        reduced_dims(anchor, fp->nd, fp->whole);
+        sf_cpu_reduced_dims(anchor, fp->nd, fp->whole);
         const sf_value *rv = &f->values[anchor->out[0]];
         rsp.ndim = rv->ndim;
         int k = 0;
@@ -651,10 +628,10 @@ sf_cpu_fused *sf_cpu_fused_plan(const scanfuse_fusion *f, const sf_segment *seg,
         }
         s->fast = fast_kind(f, s);
         s->chain = -1;
-        if (s->fast == FAST_SUM) { /* one element per output: the sum is elementwise */
+        if (s->fast == SF_FAST_SUM) { /* one element per output: the sum is elementwise */
             bool red[SF_MAX_DIMS];
             int64_t count = 1;
-            reduced_dims(n, fp->nd, red);
+            sf_cpu_reduced_dims(n, fp->nd, red);
             for (int d = 0; d < fp->nd; d++)
                 if (red[d]) count *= fp->dom[d];
             s->sum1 = count == 1;
@@ -828,139 +805,6 @@ static void tile_box(const sf_cpu_fused *fp, int64_t t, int64_t *lo, int64_t *hi
     }
 }
 
-/* ---- float32 fast paths at run time ---- */
-
-/* The block loops below are compiled for AVX-512, AVX2 and the baseline, picked at run
- * time (GCC's target_clones).  They hold float32 and float64 IEEE arithmetic only, with
- * no contraction into fused multiply-adds (ISO C mode), so every clone gives the same
- * bytes. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define FUSED_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef FUSED_CLONES
-#define FUSED_CLONES
-#endif
-
-
-/* n values of dtype dt (float32, bfloat16, or float64 rounded as a float32 store
- * rounds) at element offsets off, off + stride, ... as floats. */
-FUSED_CLONES
-static void load_f32(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
-                     float *restrict out) {
-    const char *p = base;
-    if (stride == 0) { /* a broadcast operand: one value */
-        float v;
-        load_f32(base, dt, off, 1, 1, &v);
-        for (int64_t i = 0; i < n; i++) out[i] = v;
-        return;
-    }
-    if (dt == SCANFUSE_FLOAT32) {
-        if (stride == 1) {
-            const char *q = p + off * 4;
-            for (int64_t i = 0; i < n; i++) {
-                float v;
-                memcpy(&v, q + i * 4, 4);
-                out[i] = v;
-            }
-        } else {
-            for (int64_t i = 0; i < n; i++) memcpy(&out[i], p + (off + i * stride) * 4, 4);
-        }
-    } else if (dt == SCANFUSE_BFLOAT16) {
-        if (stride == 1) {
-            const char *q = p + off * 2;
-            for (int64_t i = 0; i < n; i++) {
-                uint16_t h;
-                memcpy(&h, q + i * 2, 2);
-                out[i] = sf_cpu_f32_from_bits((uint32_t)h << 16);
-            }
-        } else {
-            for (int64_t i = 0; i < n; i++) {
-                uint16_t h;
-                memcpy(&h, p + (off + i * stride) * 2, 2);
-                out[i] = sf_cpu_f32_from_bits((uint32_t)h << 16);
-            }
-        }
-    } else {
-        SF_ASSERT(dt == SCANFUSE_FLOAT64);
-        for (int64_t i = 0; i < n; i++) {
-            double d;
-            memcpy(&d, p + (off + i * stride) * 8, 8);
-            out[i] = (float)d;
-        }
-    }
-}
-
-/* Stores n floats as float32 or bfloat16 (round to nearest even: add half an ulp of
- * the kept bits minus one, plus the lowest kept bit, then truncate; NaN excluded). */
-FUSED_CLONES
-static void store_f32(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
-                      const float *restrict x) {
-    char *p = base;
-    if (dt == SCANFUSE_FLOAT32) {
-        if (stride == 1) {
-            char *q = p + off * 4;
-            for (int64_t i = 0; i < n; i++) memcpy(q + i * 4, &x[i], 4);
-        } else {
-            for (int64_t i = 0; i < n; i++) memcpy(p + (off + i * stride) * 4, &x[i], 4);
-        }
-        return;
-    }
-    SF_ASSERT(dt == SCANFUSE_BFLOAT16);
-    if (stride == 1) {
-        char *q = p + off * 2;
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u = sf_cpu_f32_bits(x[i]);
-            uint16_t h = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-            memcpy(q + i * 2, &h, 2);
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u = sf_cpu_f32_bits(x[i]);
-            uint16_t h = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-            memcpy(p + (off + i * stride) * 2, &h, 2);
-        }
-    }
-}
-
-/* store_f32 that also tells whether a value was NaN (then what it stored for it is
- * garbage, to be rewritten by the caller's fallback). */
-FUSED_CLONES
-static bool store_f32_nan(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
-                          const float *restrict x) {
-    char *p = base;
-    int nan = 0;
-    if (dt == SCANFUSE_FLOAT32 && stride == 1) {
-        char *q = p + off * 4;
-        for (int64_t i = 0; i < n; i++) {
-            nan |= x[i] != x[i];
-            memcpy(q + i * 4, &x[i], 4);
-        }
-        return nan != 0;
-    }
-    if (dt == SCANFUSE_BFLOAT16 && stride == 1) {
-        char *q = p + off * 2;
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u = sf_cpu_f32_bits(x[i]);
-            nan |= x[i] != x[i];
-            uint16_t h = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-            memcpy(q + i * 2, &h, 2);
-        }
-        return nan != 0;
-    }
-    for (int64_t i = 0; i < n; i++) nan |= x[i] != x[i];
-    if (!nan) store_f32(base, dt, off, stride, n, x);
-    return nan != 0;
-}
-
-FUSED_CLONES
-static bool has_nan(const float *x, int64_t n) {
-    int nan = 0;
-    for (int64_t i = 0; i < n; i++) nan |= x[i] != x[i];
-    return nan != 0;
-}
-
 /* A 1-d view of a run: n elements from element offset off with step stride. */
 static void run_view(const sf_view *v, int64_t off, int64_t stride, int64_t n, sf_view *out) {
     memset(out, 0, sizeof *out);
@@ -969,58 +813,6 @@ static void run_view(const sf_view *v, int64_t off, int64_t stride, int64_t n, s
     out->ndim = 1;
     out->shape[0] = n;
     out->strides[0] = stride;
-}
-
-/* r = op(x, y) on m floats; a cast copies (the store rounds).  A binary op whose y (or
- * x) is one value repeated (ybc / xbc) reads it once. */
-FUSED_CLONES
-static void fast_compute(int op, const float *restrict x, const float *restrict y,
-                         float *restrict r, int64_t m, bool xbc, bool ybc) {
-    if ((xbc || ybc) && op >= FAST_ADD && op <= FAST_DIV) {
-        if (ybc && !xbc) {
-            const float b = y[0];
-            switch (op) {
-            case FAST_ADD: for (int64_t i = 0; i < m; i++) r[i] = x[i] + b; return;
-            case FAST_SUB: for (int64_t i = 0; i < m; i++) r[i] = x[i] - b; return;
-            case FAST_MUL: for (int64_t i = 0; i < m; i++) r[i] = x[i] * b; return;
-            case FAST_DIV: for (int64_t i = 0; i < m; i++) r[i] = x[i] / b; return;
-            default: break;
-            }
-        } else if (xbc && !ybc) {
-            const float a = x[0];
-            switch (op) {
-            case FAST_ADD: for (int64_t i = 0; i < m; i++) r[i] = a + y[i]; return;
-            case FAST_SUB: for (int64_t i = 0; i < m; i++) r[i] = a - y[i]; return;
-            case FAST_MUL: for (int64_t i = 0; i < m; i++) r[i] = a * y[i]; return;
-            case FAST_DIV: for (int64_t i = 0; i < m; i++) r[i] = a / y[i]; return;
-            default: break;
-            }
-        }
-    }
-    switch (op) {
-    case FAST_ADD: for (int64_t i = 0; i < m; i++) r[i] = x[i] + y[i]; break;
-    case FAST_SUB: for (int64_t i = 0; i < m; i++) r[i] = x[i] - y[i]; break;
-    case FAST_MUL: for (int64_t i = 0; i < m; i++) r[i] = x[i] * y[i]; break;
-    case FAST_DIV: for (int64_t i = 0; i < m; i++) r[i] = x[i] / y[i]; break;
-    case FAST_MAX: /* a NaN operand gives NaN here, then the generic kernel */
-        for (int64_t i = 0; i < m; i++)
-            r[i] = x[i] != x[i] ? x[i] : (y[i] != y[i] ? y[i] : (x[i] < y[i] ? y[i] : x[i]));
-        break;
-    case FAST_MIN:
-        for (int64_t i = 0; i < m; i++)
-            r[i] = x[i] != x[i] ? x[i] : (y[i] != y[i] ? y[i] : (y[i] < x[i] ? y[i] : x[i]));
-        break;
-    case FAST_NEG: for (int64_t i = 0; i < m; i++) r[i] = -x[i]; break;
-    case FAST_ABS: for (int64_t i = 0; i < m; i++) r[i] = fabsf(x[i]); break;
-    case FAST_RELU: /* -0 gives +0, NaN stays NaN */
-        for (int64_t i = 0; i < m; i++) r[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
-        break;
-    case FAST_CAST: for (int64_t i = 0; i < m; i++) r[i] = x[i]; break;
-    case FAST_SUM: /* one element: the compensated sum gives 0 + x (-0 becomes +0) */
-        for (int64_t i = 0; i < m; i++) r[i] = 0.0f + x[i];
-        break;
-    default: SF_ASSERT(!"not a fast elementwise step"); break;
-    }
 }
 
 /* A fast pointwise step or cast on tile views (see the fast path notes above). */
@@ -1047,12 +839,12 @@ static scanfuse_status fast_pointwise(const fstep *s, const sf_view *in, const s
     while ((m = sf_cpu_iter_next(&it, SF_CPU_BLOCK, offs)) > 0) {
         for (int k = 0; k < nin; k++)
             if (!lit[k])
-                load_f32(in[k].data, in[k].dtype, offs[k + 1], sf_cpu_iter_stride(&it, k + 1), m,
+                sf_cpu_f32_load(in[k].data, in[k].dtype, offs[k + 1], sf_cpu_iter_stride(&it, k + 1), m,
                          a[k]);
-        fast_compute(s->fast, a[0], a[1], r, m, false, false);
+        sf_cpu_f32_compute(s->fast, a[0], a[1], r, m, false, false);
         int64_t so = sf_cpu_iter_stride(&it, 0);
-        if (!has_nan(r, m)) {
-            store_f32(out->data, out->dtype, offs[0], so, m, r);
+        if (!sf_cpu_f32_has_nan(r, m)) {
+            sf_cpu_f32_store(out->data, out->dtype, offs[0], so, m, r);
             continue;
         }
         /* a NaN: this run again with the generic kernel, for its exact NaN bytes */
@@ -1060,7 +852,7 @@ static scanfuse_status fast_pointwise(const fstep *s, const sf_view *in, const s
         run_view(out, offs[0], so, m, &o1);
         for (int k = 0; k < nin; k++)
             if (!lit[k]) run_view(&in[k], offs[k + 1], sf_cpu_iter_stride(&it, k + 1), m, &i1[k]);
-        if (s->fast == FAST_CAST) {
+        if (s->fast == SF_FAST_CAST) {
             sf_cpu_copy(&o1, &i1[0]);
         } else {
             scanfuse_status st2 = sf_cpu_pointwise(n, s->cdt, i1, lit, &o1, msg, msglen);
@@ -1068,81 +860,6 @@ static scanfuse_status fast_pointwise(const fstep *s, const sf_view *in, const s
         }
     }
     return SCANFUSE_OK;
-}
-
-/* m compensated additions (hi[j], lo[j]) += x[j]: the arithmetic of sf_cpu_sum2_add,
- * without its branch so that it vectorizes: t - t is 0 exactly when t is finite. */
-FUSED_CLONES
-static void sum2_add_block(double *restrict hi, double *restrict lo, const float *restrict x,
-                           int64_t m) {
-    for (int64_t j = 0; j < m; j++) {
-        double a = hi[j], v = (double)x[j], t = a + v;
-        double bp = t - a;
-        double e = (a - (t - bp)) + (v - bp);
-        lo[j] += t - t == 0.0 ? e : 0.0;
-        hi[j] = t;
-    }
-}
-
-/* sum into float32 of float32/bfloat16 values: the generic reduction's arithmetic
- * (compensated sums in double, each output's elements in row-major order of the reduced
- * dims, rounded once), reading floats straight from the tile.  One element per output
- * is 0 + x rounded (what the compensated sum of one element gives). */
-static void fast_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
-    int nd = in->ndim;
-    bool red[SF_MAX_DIMS];
-    reduced_dims(n, nd, red);
-    sf_red_split sp;
-    sf_cpu_red_split(in, red, &sp);
-    if (sf_numel(sp.nk, sp.kshape) == 0) return;
-    const int64_t *ksp[2] = {sp.kin, sp.kout};
-    const int64_t *rsp[1] = {sp.rin};
-    sf_cpu_iter kit, rit;
-    int64_t koffs[2], roffs[1], m, K;
-    float x[SF_CPU_BLOCK], y[SF_CPU_BLOCK];
-    double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK];
-    sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
-    if (sp.rcount == 1 || sp.kmin < sp.rmin) {
-        /* neighbouring outputs advance together, one reduced position at a time */
-        while ((m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0) {
-            int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
-            if (sp.rcount == 1) {
-                load_f32(in->data, in->dtype, koffs[0], s_in, m, x);
-                for (int64_t j = 0; j < m; j++) y[j] = (float)(0.0 + (double)x[j]);
-                store_f32(out->data, out->dtype, koffs[1], s_out, m, y);
-                continue;
-            }
-            for (int64_t j = 0; j < m; j++) hi[j] = lo[j] = 0.0;
-            sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
-            while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
-                int64_t rs = sf_cpu_iter_stride(&rit, 0);
-                for (int64_t t = 0; t < K; t++) {
-                    load_f32(in->data, in->dtype, koffs[0] + roffs[0] + t * rs, s_in, m, x);
-                    sum2_add_block(hi, lo, x, m);
-                }
-            }
-            for (int64_t j = 0; j < m; j++)
-                y[j] = (float)sf_cpu_sum2_result(hi[j], lo[j], SCANFUSE_FLOAT32);
-            if (s_out == 1) {
-                memcpy((char *)out->data + koffs[1] * 4, y, (size_t)m * 4);
-            } else {
-                for (int64_t j = 0; j < m; j++)
-                    memcpy((char *)out->data + (koffs[1] + j * s_out) * 4, &y[j], 4);
-            }
-        }
-        return;
-    }
-    /* one output at a time, runs of its reduced elements */
-    while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
-        double h = 0.0, l = 0.0;
-        sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
-        while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
-            load_f32(in->data, in->dtype, koffs[0] + roffs[0], sf_cpu_iter_stride(&rit, 0), K, x);
-            for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)x[t]);
-        }
-        float r = (float)sf_cpu_sum2_result(h, l, SCANFUSE_FLOAT32);
-        memcpy((char *)out->data + koffs[1] * 4, &r, 4);
-    }
 }
 
 /* Keeps the first error in tile order (tile -1: before the tiles). */
@@ -1303,7 +1020,7 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
         for (int k = 0; k < c->next; k++) {
             int64_t es = sf_cpu_iter_stride(&it, k + 1);
             ebc[k] = es == 0; /* a broadcast operand: load its one value */
-            load_f32(ext[k].data, ext[k].dtype, offs[k + 1], es, ebc[k] ? 1 : m, e[k]);
+            sf_cpu_f32_load(ext[k].data, ext[k].dtype, offs[k + 1], es, ebc[k] ? 1 : m, e[k]);
         }
         for (int j = 0; j < c->count; j++) {
             const fstep *s = &fp->steps[c->first + j];
@@ -1322,9 +1039,9 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
                     bc[q] = res_bc[-1 - src];
                 }
             }
-            bool inner_bf16 = s->fast == FAST_CAST && j + 1 < c->count &&
+            bool inner_bf16 = s->fast == SF_FAST_CAST && j + 1 < c->count &&
                               fp->vals[s->out[0]].dtype == SCANFUSE_BFLOAT16;
-            if (s->fast == FAST_CAST && !inner_bf16) { /* no copy: the store rounds */
+            if (s->fast == SF_FAST_CAST && !inner_bf16) { /* no copy: the store rounds */
                 res[j] = x[0];
                 res_bc[j] = bc[0];
                 continue;
@@ -1335,14 +1052,14 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
             /* a lone broadcast operand of max/min is expanded: fast_compute reads those
              * elementwise (+ - * / read it once) */
             float tmp[2][SF_CPU_BLOCK];
-            bool arith = s->fast >= FAST_ADD && s->fast <= FAST_DIV && s->node->nin == 2;
+            bool arith = s->fast >= SF_FAST_ADD && s->fast <= SF_FAST_DIV && s->node->nin == 2;
             for (int q = 0; q < s->node->nin && q < 2 && mm > 1; q++)
                 if (bc[q] && !arith) {
                     for (int64_t i = 0; i < mm; i++) tmp[q][i] = x[q][0];
                     x[q] = tmp[q];
                     bc[q] = false;
                 }
-            fast_compute(s->fast, x[0], x[1], r[j], mm, bc[0], bc[1]);
+            sf_cpu_f32_compute(s->fast, x[0], x[1], r[j], mm, bc[0], bc[1]);
             if (inner_bf16) { /* an inner cast to bfloat16 rounds now (NaN stays NaN) */
                 for (int64_t i = 0; i < mm; i++) {
                     uint32_t u = sf_cpu_f32_bits(r[j][i]);
@@ -1359,7 +1076,7 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
             r[0][0] = y[0];
             y = r[0];
         }
-        if (store_f32_nan(out.data, out.dtype, offs[0], sf_cpu_iter_stride(&it, 0), m, y))
+        if (sf_cpu_f32_store_nan(out.data, out.dtype, offs[0], sf_cpu_iter_stride(&it, 0), m, y))
             return false;
     }
     return true;
@@ -1451,7 +1168,7 @@ static bool run_combine(const fused_run *fr, int64_t t, const int64_t *lo, const
                                   &r);
             if (r < 0 || r >= nrows) return false;
             rows[j] = rbase + r * rstride * (int64_t)xes;
-            load_f32(wv.data, wv.dtype, woff + j * wst[nd - 2], 1, 1, &w[j]);
+            sf_cpu_f32_load(wv.data, wv.dtype, woff + j * wst[nd - 2], 1, 1, &w[j]);
         }
         if (!sf_cpu_row_combine(rows, xv.dtype, w, (int)K, n, (char *)out.data + ooff * (int64_t)oes,
                                 out.dtype, cb->stream, owner ? copy : NULL, cb->lazy_stream))
@@ -1524,9 +1241,9 @@ static void run_tile(void *ctx, int64_t t, int worker) {
         for (int r = 0; r < n->nout; r++) val_view(fr, &fp->vals[s->out[r]], ws, lo, hi, &out[r]);
         scanfuse_status st = SCANFUSE_OK;
         msg[0] = '\0';
-        if (s->fast == FAST_SUM) {
-            fast_sum(n, &in[0], &out[0]);
-        } else if (s->fast != FAST_NONE) {
+        if (s->fast == SF_FAST_SUM) {
+            sf_cpu_f32_sum(n, &in[0], &out[0]);
+        } else if (s->fast != SF_FAST_NONE) {
             st = fast_pointwise(s, in, lit, &out[0], msg, sizeof msg);
         } else switch (s->kind) {
         case ST_POINTWISE:
