@@ -254,6 +254,26 @@ RV_INLINE void bf16_check(const rv_f *s, const rv_f *a, float c, uint16_t *restr
     memcpy(bad, &b, sizeof b);
 }
 
+/* One element of a bfloat16 combine, alone (chunk tails): the float32 sum of its k
+ * products rounded to bfloat16; *bad when s - c*sum|p| and s + c*sum|p| round to different
+ * bfloat16 (the element must be summed again), *nf set when the sum is not finite. */
+static inline uint16_t tail_elem(const void *const *rows, bool bf16, const float *w, int k, float c,
+                                 int64_t i, bool *bad, int *nf) {
+    float s = 0.0f, a = 0.0f;
+    for (int j = 0; j < k; j++) {
+        float p = row_at(rows[j], bf16, i) * w[j];
+        s += p;
+        a += fabsf(p);
+    }
+    float d = a * c;
+    uint32_t lo = sf_cpu_f32_bits(s - d), hi = sf_cpu_f32_bits(s + d);
+    lo = (lo + 0x7FFFu + ((lo >> 16) & 1u)) >> 16;
+    hi = (hi + 0x7FFFu + ((hi >> 16) & 1u)) >> 16;
+    *bad = lo != hi;
+    *nf |= (sf_cpu_f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+    return (uint16_t)lo;
+}
+
 /* The bfloat16 combine at elements off .. off + m - 1 (m <= CHUNK, k >= 2) into h[];
  * bad[i] nonzero where the element must be summed again.  Returns the number of bad
  * elements (at least 1 when there are any), or -1 when some sum is not finite. */
@@ -288,20 +308,10 @@ static int combine_chunk_bf16(const void *const *rows, bool bf16, const float *w
         nf |= nonfinite[l] != 0;
     }
     for (int64_t i = i0; i < m; i++) { /* the tail, one element at a time */
-        float s = 0.0f, a = 0.0f;
-        for (int j = 0; j < k; j++) {
-            float p = row_at(rows[j], bf16, off + i) * w[j];
-            s += p;
-            a += fabsf(p);
-        }
-        float d = a * c;
-        uint32_t lo = sf_cpu_f32_bits(s - d), hi = sf_cpu_f32_bits(s + d);
-        lo = (lo + 0x7FFFu + ((lo >> 16) & 1u)) >> 16;
-        hi = (hi + 0x7FFFu + ((hi >> 16) & 1u)) >> 16;
-        h[i] = (uint16_t)lo;
-        bad[i] = lo != hi;
-        nbad |= lo != hi;
-        nf |= (sf_cpu_f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+        bool b;
+        h[i] = tail_elem(rows, bf16, w, k, c, off + i, &b, &nf);
+        bad[i] = b;
+        nbad |= b;
     }
     return nf ? -1 : nbad;
 }
@@ -363,20 +373,10 @@ static int pairs_tail(const char *const *rows, const float *w, int k, float c, i
     if (i0 < m) {
         uint16_t th[2 * RV], tb[2 * RV];
         for (int64_t i = i0; i < m; i++) {
-            float s = 0.0f, a = 0.0f;
-            for (int j = 0; j < k; j++) {
-                float p = row_at(rows[j], true, off + i) * w[j];
-                s += p;
-                a += fabsf(p);
-            }
-            float d = a * c;
-            uint32_t l = sf_cpu_f32_bits(s - d), u = sf_cpu_f32_bits(s + d);
-            l = (l + 0x7FFFu + ((l >> 16) & 1u)) >> 16;
-            u = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-            th[i - i0] = (uint16_t)l;
-            tb[i - i0] = (uint16_t)(l != u);
-            nbad |= l != u;
-            nf |= (sf_cpu_f32_bits(s) & 0x7F800000u) == 0x7F800000u;
+            bool b;
+            th[i - i0] = tail_elem((const void *const *)rows, true, w, k, c, off + i, &b, &nf);
+            tb[i - i0] = b;
+            nbad |= b;
         }
         memcpy(h + i0 / 2, th, (size_t)(m - i0) * 2);
         memcpy(bad + i0 / 2, tb, (size_t)(m - i0) * 2);
