@@ -137,6 +137,7 @@ typedef struct scan_work {
 } scan_work;
 
 /* ---- logcumsumexp ------------------------------------------------------------- *
+ * float16/bfloat16/float32 results (float64 ones keep log_add_exp's chain, below).
  * Per row, the state is the running maximum M and S = sum_j exp(x_j - M) as a
  * double-double (S >= 1 once a finite element is in: the maximum's own term is 1).
  * Element x: M' = max(M, x), S' = S * exp(M - M') + exp(x - M') (TwoSum into the
@@ -147,6 +148,17 @@ typedef struct scan_work {
  * where each step used to call libm's exp and log1p in a chain.  Error: a few ulps of double in S and its log, far inside the
  * float32 ulp and the 2^-36 * (1 + |exact|) of docs/OPS.md.  An infinite maximum gives
  * that infinity (log of S = 1), a NaN propagates, -inf elements add nothing. */
+
+/* float64 results keep the chain of log(exp(a) + exp(b)) (as the reference evaluator
+ * computes it): the double pipeline below is a few ulps of double off, which is nothing
+ * to a float32 result but is visible in a float64 one.  Two equal infinities give that
+ * infinity, NaN propagates. */
+static inline double log_add_exp(double a, double b) {
+    if (isnan(a) || isnan(b)) return a + b;
+    double mx = a > b ? a : b, mn = a > b ? b : a;
+    if (mx == mn && isinf(mx)) return mx;
+    return mx + log1p(exp(mn - mx));
+}
 
 /* e^x for x <= 0 (0 below -708, where it is below every S's ulp; exactly 1 at 0):
  * x = k ln2 + r, |r| <= ln2/2 (Cody-Waite: ln2's high part has 32 significant bits, so
@@ -387,7 +399,12 @@ static void scan_tile(scan_work *w, scan_kind k, scanfuse_dtype dt, bool excl, i
                   yf[q0 + j] = excl ? before : hi[j];)
         break;
     case K_LSE:
-        lse_tile(w, excl, K, m);
+        if (dt == SCANFUSE_FLOAT64) { /* every bit counts: the reference's own chain */
+            TILE_LOOP(double before = hi[j]; hi[j] = log_add_exp(hi[j], xf[q0 + j]);
+                      yf[q0 + j] = excl ? before : hi[j];)
+        } else {
+            lse_tile(w, excl, K, m);
+        }
         break;
     case K_SUM_I:
         TILE_LOOP(int64_t before = iv[j]; iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);
