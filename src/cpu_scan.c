@@ -5,9 +5,13 @@
  * definitions in cpu_scan_kern.h (fast paths) and docs/OPS.md (everything).
  *
  * Fast paths (SIMD kernels of cpu_scan_{avx512,avx2,portable}.c, chosen once from the
- * CPU's features; sf_cpu_scan_force_isa overrides for tests):
+ * CPU's features; sf_cpu_scan_force_isa overrides for tests; and the chain kernels of
+ * cpu_scan_chain.c):
  *  - float cumsum of float16/bfloat16/float32/float64 into the same or a wider float,
  *    integer cumsum into an integer result, cummax/cummin of the 32-bit-key dtypes;
+ *  - chain kernels: cummax/cummin of int64/float64 along rows, cummax/cummin of every
+ *    dtype along columns, cumprod into the same or a wider float (exact input
+ *    conversion) or into an integer result, rows and columns;
  *  - "rows" when the scanned dim is innermost in the (contiguous) output: one kernel
  *    call per partition of SF_SCAN_PART elements; an input whose stride along the dim
  *    is not 1 is gathered a chunk at a time into a small buffer, never copied whole;
@@ -16,8 +20,8 @@
  * Float cumsum always takes a fast path (rows or columns), so its bits depend on the
  * scanned sequence only (cpu_scan_kern.h): not on layout, tiling or threads.
  *
- * Generic path (cumprod, logcumsumexp, float cumsum with a rounding dtype= conversion
- * or integer inputs, cummax/cummin of 64-bit dtypes or along columns): every row is
+ * Generic path (logcumsumexp, float cumsum or cumprod with a rounding dtype=
+ * conversion or integer inputs): every row is
  * scanned sequentially in double-double (sums) or double, as before (logcumsumexp by
  * the per-element recurrence of lse_tile, its exp and log passes vectorized): tiles that
  * are K steps of one row or one step of up to SF_CPU_BLOCK neighbouring rows.  Integer and
@@ -33,7 +37,9 @@
  * incoming carry (Zhang, Wang and Ross, "Parallel Prefix Sum with SIMD", ADMS 2020:
  * DRAM sees about one read and one write).  Carries are always folded in partition
  * order by the formula a single thread uses, so every thread count gives the same
- * bytes.  Large outputs use non-temporal stores, fenced once per thread.
+ * bytes.  Large outputs use non-temporal stores, fenced once per thread.  cumprod is
+ * never chained: its left-to-right product cannot be re-associated without changing
+ * bits (cpu_scan_kern.h), so its threads share out whole rows and column tiles only.
  */
 #include "cpu.h"
 #include "cpu_scan_kern.h"
@@ -68,19 +74,28 @@ double sf_cpu_scan_wait_s = 100e-6;
 
 static _Atomic(const sf_scan_kernels *) scan_forced;
 
+#ifdef SF_SCAN_X86
+#include <cpuid.h>
+/* F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not
+ * know the name "f16c". */
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+#endif
+
 static const sf_scan_kernels *scan_detect(void) {
 #ifdef SF_SCAN_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+        cpu_has_f16c()) {
         atomic_store_explicit(&sf_scan_avx512_bf16, __builtin_cpu_supports("avx512bf16") != 0,
                               memory_order_relaxed);
         return &sf_scan_avx512_kernels;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
         return &sf_scan_avx2_kernels;
 #endif
     return &sf_scan_portable_kernels;
@@ -547,13 +562,16 @@ static void generic_scan(scan_kind k, int d, bool excl, bool rev, const sf_view 
 /* Fast paths: shared state                                                          */
 /* ------------------------------------------------------------------------------ */
 
-typedef enum fast_kind { FK_FSUM, FK_ISUM, FK_MAX } fast_kind;
+/* FK_MAX64 and FK_PROD run the chain kernels of cpu_scan_chain.c. */
+typedef enum fast_kind { FK_FSUM, FK_ISUM, FK_MAX, FK_MAX64, FK_PROD } fast_kind;
 
 /* The carry of a scan at a partition boundary. */
 typedef struct scarry {
-    sf_dd d;     /* FK_FSUM */
-    int64_t i;   /* FK_ISUM */
-    sf_maxc m;   /* FK_MAX */
+    sf_dd d;       /* FK_FSUM */
+    int64_t i;     /* FK_ISUM, FK_PROD of integers */
+    sf_maxc m;     /* FK_MAX */
+    sf_maxc64 m64; /* FK_MAX64 */
+    double p;      /* FK_PROD of floats */
 } scarry;
 
 /* Per chained task (one partition of one row): its summary (part_reduce) and its
@@ -634,6 +652,13 @@ static scarry carry_init(const row_job *j) {
         }
         c.m.idx = -1;
     }
+    if (j->kind == FK_MAX64) {
+        c.m64.vbits = sf_ident64_bits(j->in->dtype, j->is_min);
+        c.m64.key = sf_key64(c.m64.vbits, j->in->dtype, j->is_min);
+        c.m64.idx = -1;
+    }
+    c.p = 1.0;
+    if (j->kind == FK_PROD) c.i = 1;
     return c;
 }
 
@@ -677,6 +702,8 @@ static void row_kernel(const row_job *j, const sf_seq *s, int64_t a, int64_t b, 
         if (op == OP_SCAN) K->max_scan(s, a, b, &c->m);
         else K->max_reduce(s, a, b, &c->m);
         break;
+    case FK_MAX64: sf_scan_max64(s, a, b, &c->m64, op == OP_SCAN); break;
+    case FK_PROD: SF_ASSERT(op == OP_SCAN); sf_scan_prod(s, a, b, &c->p, &c->i); break;
     }
 }
 
@@ -730,7 +757,7 @@ static scarry part_scan(const row_job *j, const sf_seq *s, int64_t io, int64_t a
         row_range(j, s, io, a, b, OP_SCAN, 0.0, NULL, &c);
     }
     /* the identity of a reverse exclusive cummax/cummin has index -1, not n */
-    if (j->kind == FK_MAX && j->excl && j->rev && a == 0) {
+    if ((j->kind == FK_MAX || j->kind == FK_MAX64) && j->excl && j->rev && a == 0) {
         nt_fence(j->nt); /* the kernel may have streamed this element */
         ((int64_t *)s->yi)[s->y0] = -1;
     }
@@ -744,6 +771,8 @@ static scarry part_reduce(const row_job *j, const sf_seq *s, int64_t io, int64_t
     l.d.hi = l.d.lo = -0.0;
     l.m.key = INT32_MIN; /* every element beats it */
     l.m.idx = -1;
+    l.m64.key = INT64_MIN;
+    l.m64.idx = -1;
     row_range(j, s, io, a, b, OP_REDUCE, 0.0, &l.d, &l);
     return l;
 }
@@ -769,6 +798,10 @@ static scarry part_combine(const row_job *j, scarry c, scarry l) {
     case FK_MAX:
         if (l.m.idx != -1 && l.m.key >= c.m.key) c.m = l.m; /* ties: the later wins */
         break;
+    case FK_MAX64:
+        if (l.m64.idx != -1 && l.m64.key >= c.m64.key) c.m64 = l.m64;
+        break;
+    case FK_PROD: SF_ASSERT(!"cumprod partitions are not chained"); break;
     }
     return c;
 }
@@ -915,9 +948,15 @@ static void col_task(void *ctx, int tid, int nth) {
         c.xs = (j->rev ? -1 : 1) * j->in_d;
         c.y0 = oo + (j->rev ? j->n - 1 : 0) * j->out_d;
         c.ys = (j->rev ? -1 : 1) * j->out_d;
+        c.ix0 = j->rev ? j->n - 1 + ex : -ex; /* the original index of step t */
+        c.ixs = j->rev ? -1 : 1;
         int64_t j0 = tile * j->tile, j1 = j0 + j->tile < j->W ? j0 + j->tile : j->W;
-        if (j->kind == FK_FSUM) j->K->fsum_cols(&c, j0, j1);
-        else j->K->isum_cols(&c, j0, j1);
+        switch (j->kind) {
+        case FK_FSUM: j->K->fsum_cols(&c, j0, j1); break;
+        case FK_ISUM: j->K->isum_cols(&c, j0, j1); break;
+        case FK_MAX: case FK_MAX64: sf_scan_max_cols(&c, j0, j1); break;
+        case FK_PROD: sf_scan_prod_cols(&c, j0, j1); break;
+        }
     }
     nt_fence(j->proto.nt);
 }
@@ -977,14 +1016,17 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
         fk = FK_ISUM;
         fast = sf_scan_isum_ok(in->dtype, dt);
     } else if (k == K_MAX_F || k == K_MAX_I || k == K_MIN_F || k == K_MIN_I) {
-        fk = FK_MAX;
-        fast = sf_scan_max_ok(in->dtype) && in->dtype == dt;
+        fk = sf_scan_max_ok(in->dtype) ? FK_MAX : FK_MAX64;
+        fast = in->dtype == dt;
+    } else if (k == K_PROD_F || k == K_PROD_I) {
+        fk = FK_PROD;
+        fast = sf_scan_prod_ok(in->dtype, dt);
     } else {
         fk = FK_FSUM;
         fast = false;
     }
     /* The scanned dim is innermost in the contiguous output unless a later dim has
-     * size > 1: then the scan runs across columns (cummax/cummin: generic). */
+     * size > 1: then the scan runs across columns. */
     int last_big = -1;
     for (int e = in->ndim - 1; e > d; e--)
         if (in->shape[e] > 1) {
@@ -992,7 +1034,6 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
             break;
         }
     bool row_mode = last_big < 0;
-    if (!row_mode && fk == FK_MAX) fast = false;
     if (!fast) {
         generic_scan(k, d, excl, rev, in, out0, out1, work, nth);
         return;
@@ -1034,7 +1075,7 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
         j->nrows = numel / n;
         j->Q = (n + SF_SCAN_PART - 1) / SF_SCAN_PART;
         atomic_init(&j->next, 0);
-        if (nth > 1 && j->Q > 1 && j->nrows < 2 * (int64_t)nth &&
+        if (nth > 1 && j->Q > 1 && j->nrows < 2 * (int64_t)nth && fk != FK_PROD &&
             (j->slots = calloc((size_t)(j->nrows * j->Q), sizeof *j->slots)) != NULL) {
             j->chained = true;
             j->ntasks = j->nrows * j->Q;
@@ -1043,7 +1084,8 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
             j->nt = nt;
             for (int64_t t = 0; t < j->ntasks; t++) atomic_init(&j->slots[t].state, 0);
         } else { /* (no memory for the slots: one thread, the same bytes) */
-            if (j->Q > 1 && j->nrows < 2 * (int64_t)nth) nth = 1;
+            /* (cumprod's rows are whole chains: threads share out the rows there are) */
+            if (j->Q > 1 && j->nrows < 2 * (int64_t)nth && (fk != FK_PROD || j->nrows == 1)) nth = 1;
             /* whole rows per task: about one partition's worth of data each */
             int64_t rpt = SF_SCAN_PART / n;
             j->rows_per_task = rpt < 1 ? 1 : rpt;
@@ -1099,6 +1141,8 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
     cj.proto.nsteps = n;
     cj.proto.xdt = in->dtype;
     cj.proto.ydt = dt;
+    cj.proto.yi = out1 ? out1->data : NULL;
+    cj.proto.is_min = node->op == SF_OP_cummin;
     /* streaming stores: at one thread 19 vs 16 GB/s on [4096, 4096] along dim 0; at two
      * they made the same scan 11 or 37 GB/s depending on how the output's address falls
      * relative to the input's (without them: 22 GB/s every time; bench/NOTES.md) */

@@ -162,7 +162,6 @@ SF_AI vb vb_finite_or_zero(vb t, vb e) {
 SF_AI double vb_get(vb a) { return _mm256_cvtsd_f64(a); }
 
 /* ---- 8 doubles as two 256-bit halves ---- */
-SF_AI vd vd_set(double d) { return (vd){_mm256_set1_pd(d), _mm256_set1_pd(d)}; }
 SF_AI vd vd_add(vd a, vd b) { return (vd){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)}; }
 SF_AI vd vd_addb(vd a, vb b) { return (vd){_mm256_add_pd(a.lo, b), _mm256_add_pd(a.hi, b)}; }
 SF_AI vd vd_prefix(vd x) {

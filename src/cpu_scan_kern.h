@@ -144,6 +144,11 @@ typedef struct sf_cols {
     int64_t nsteps;
     scanfuse_dtype xdt, ydt;
     bool nt;
+    /* cummax/cummin (cpu_scan_chain.c): the int64 index output (same offsets as y)
+     * and the original index of step t >= lo: ix0 + ixs*t (steps t < lo: -1) */
+    void *yi;
+    int64_t ix0, ixs;
+    bool is_min;
 } sf_cols;
 
 typedef struct sf_scan_kernels {
@@ -206,8 +211,68 @@ static inline bool sf_scan_fsum_ok(scanfuse_dtype xdt, scanfuse_dtype ydt) {
 static inline bool sf_scan_isum_ok(scanfuse_dtype xdt, scanfuse_dtype ydt) {
     return sf_dtype_is_intlike(xdt) && sf_dtype_is_intlike(ydt) && ydt != SCANFUSE_BOOL;
 }
-static inline bool sf_scan_max_ok(scanfuse_dtype xdt) {
+static inline bool sf_scan_max_ok(scanfuse_dtype xdt) { /* 32-bit keys (64-bit: below) */
     return xdt != SCANFUSE_INT64 && xdt != SCANFUSE_FLOAT64;
+}
+
+/* ------------------------------------------------------------------------------ *
+ * Chain scans (cpu_scan_chain.c): plain C compiled for AVX-512, AVX2 and baseline x86
+ * (target clones) — one kernel each, since their bits do not depend on the ISA:
+ *
+ * cummax/cummin with 64-bit keys (int64, float64) along rows: the key of an int64 is
+ * the value, of a float64 its sign-magnitude bits as an integer (-0.0 and +0.0 equal,
+ * NaN INT64_MAX); cummin takes ~key (NaN stays INT64_MAX); ties go to the later
+ * element.  Values are the winner's own bits (float64 NaN payloads as the generic path
+ * keeps them).  Exact, so any association (a partition reduce, lanes) gives the same
+ * bits as the element-by-element scan.
+ *
+ * cummax/cummin along columns (every dtype, the scanned dim not innermost): the same
+ * rules column by column, keys widened to int64, values the winner's bits (a NaN as
+ * the generic path stores it, as for the 32-bit-key rows; bool as 0/1).
+ *
+ * cumprod, rows and columns: left to right, p_i = p_{i-1} * x_i, in double for float
+ * results (the input converted exactly: same dtype or a narrower float) and in
+ * wrapping int64 for integer results, rounded once per output — the generic path's
+ * and the reference evaluator's own order, so the bits are theirs.  A float product
+ * cannot be re-associated without changing bits, so a long row is one chain: rows and
+ * columns run in parallel, the partitions of one row do not.
+ * ------------------------------------------------------------------------------ */
+
+typedef struct sf_maxc64 {
+    int64_t key, idx;
+    uint64_t vbits;
+} sf_maxc64;
+
+/* The key of bits b of dtype dt (int64 or float64) and of the identity of an
+ * exclusive scan (-inf / lowest for cummax, +inf / highest for cummin). */
+static inline int64_t sf_key64(uint64_t b, scanfuse_dtype dt, bool is_min) {
+    int64_t mn = is_min ? -1 : 0;
+    if (dt != SCANFUSE_FLOAT64) return (int64_t)b ^ mn;
+    uint64_t m = b & 0x7FFFFFFFFFFFFFFFull;
+    int64_t s = -(int64_t)(b >> 63);
+    int64_t k = (((int64_t)m ^ s) - s) ^ mn;
+    return m > 0x7FF0000000000000ull ? INT64_MAX : k;
+}
+static inline uint64_t sf_ident64_bits(scanfuse_dtype dt, bool is_min) {
+    if (dt == SCANFUSE_FLOAT64) return is_min ? 0x7FF0000000000000ull : 0xFFF0000000000000ull;
+    return is_min ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN;
+}
+
+/* cummax/cummin over logical [a, b) of a row (int64/float64): *c is the winner before
+ * a (in) and before b (out); store = false only advances *c (a partition reduce). */
+void sf_scan_max64(const sf_seq *s, int64_t a, int64_t b, sf_maxc64 *c, bool store);
+/* cumprod over logical [a, b) of a row: *pf (float results) or *pi (integer results)
+ * is the product before a (in) and before b (out). */
+void sf_scan_prod(const sf_seq *s, int64_t a, int64_t b, double *pf, int64_t *pi);
+/* Column tiles of cummax/cummin (any dtype, xdt == ydt) and cumprod. */
+void sf_scan_max_cols(const sf_cols *c, int64_t j0, int64_t j1);
+void sf_scan_prod_cols(const sf_cols *c, int64_t j0, int64_t j1);
+
+static inline bool sf_scan_prod_ok(scanfuse_dtype xdt, scanfuse_dtype ydt) {
+    if (sf_dtype_is_float(ydt)) /* x converts to ydt exactly */
+        return sf_dtype_is_float(xdt) && (xdt == ydt || ydt == SCANFUSE_FLOAT64 ||
+                                          (ydt == SCANFUSE_FLOAT32 && xdt != SCANFUSE_FLOAT64));
+    return sf_dtype_is_intlike(xdt) && ydt != SCANFUSE_BOOL;
 }
 
 #endif /* SF_CPU_SCAN_KERN_H */

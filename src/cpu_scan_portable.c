@@ -46,22 +46,9 @@ SF_AI vb vb_finite_or_zero(vb t, vb e) { return isfinite(t) ? e : 0.0; }
 SF_AI double vb_get(vb a) { return a; }
 
 /* ---- 8 doubles ---- */
-SF_AI vd vd_set(double d) {
-    vd r;
-    for (int k = 0; k < 8; k++) r.v[k] = d;
-    return r;
-}
 SF_AI vd vd_add(vd a, vd b) {
     for (int k = 0; k < 8; k++) a.v[k] = a.v[k] + b.v[k];
     return a;
-}
-SF_AI vd vd_sub(vd a, vd b) {
-    for (int k = 0; k < 8; k++) a.v[k] = a.v[k] - b.v[k];
-    return a;
-}
-SF_AI vd vd_finite_or_zero(vd t, vd e) {
-    for (int k = 0; k < 8; k++) e.v[k] = isfinite(t.v[k]) ? e.v[k] : 0.0;
-    return e;
 }
 SF_AI vd vd_addb(vd a, vb b) {
     for (int k = 0; k < 8; k++) a.v[k] = a.v[k] + b;

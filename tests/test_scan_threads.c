@@ -2,7 +2,8 @@
  * test_scan_threads.c — the CPU scan kernels and their threading, checked against
  * independent references written from the definitions in src/cpu_scan_kern.h:
  *
- *  1. bytes: every fast-path scan (float cumsum, integer cumsum, cummax/cummin) on
+ *  1. bytes: every fast-path scan (float cumsum, integer cumsum, cummax/cummin; and
+ *     the chain kernels: cummax/cummin of int64/float64 and along columns, cumprod) on
  *     every instruction set this CPU has (avx512, avx2, portable) and 1, 2, 3 and 7
  *     threads must give exactly the bytes of a plain scalar implementation of the
  *     definition (float cumsum: the partition / block / Sklansky-vector structure;
@@ -192,6 +193,23 @@ static void put_random(void *base, int64_t e, scanfuse_dtype dt, sf_test_rng *r,
     }
 }
 
+/* A factor for cumprod: floats near 1 (long products neither overflow nor vanish, so
+ * every output is a real test of the order of the multiplies), NaN, inf and zeros
+ * among them with specials; integers small, so products wrap only slowly. */
+static void put_factor(void *base, int64_t e, scanfuse_dtype dt, sf_test_rng *r, bool specials) {
+    uint64_t u = sf_test_rng_next(r);
+    if (!sf_dtype_is_float(dt)) {
+        sf_store_i64(base, e, dt, dt == SCANFUSE_BOOL ? (u % 64 != 0) : (int64_t)(u % 7) - 3);
+        return;
+    }
+    double v = 1.0 + (sf_test_rng_uniform(r) * 2 - 1) * 0x1p-3;
+    int sel = (int)((u >> 48) % 256);
+    if (specials && sel == 0) v = NAN;
+    else if (specials && sel == 1) v = -INFINITY;
+    else if (specials && sel == 2) v = -0.0;
+    sf_store_f64(base, e, dt, v);
+}
+
 static uint64_t get_bits(const void *base, int64_t e, scanfuse_dtype dt) {
     uint64_t b = 0;
     size_t es = scanfuse_dtype_size(dt);
@@ -270,12 +288,30 @@ static void expected(const scase *c, const sf_view *in, void *ey, int64_t *ei) {
                 acc += (uint64_t)v;
                 sf_store_i64(ey, pos[i], c->ydt, (int64_t)acc);
             }
+        } else if (c->op == SF_OP_cumprod) { /* left to right, in double or wrapping int64 */
+            bool fl = sf_dtype_is_float(c->ydt);
+            double p = 1.0;
+            uint64_t pi = 1;
+            for (int64_t i = 0; i < n; i++) {
+                if (i >= ex) {
+                    int64_t id2[3] = {idx[0], idx[1], idx[2]};
+                    id2[d] = c->rev ? n - 1 - i + ex : i - ex;
+                    int64_t e = tv_off(in, id2);
+                    if (fl) p *= sf_load_f64(in->data, e, c->xdt);
+                    else pi *= (uint64_t)sf_load_i64(in->data, e, c->xdt);
+                }
+                if (fl) sf_store_f64(ey, pos[i], c->ydt, p);
+                else sf_store_i64(ey, pos[i], c->ydt, (int64_t)pi);
+            }
         } else { /* cummax / cummin */
             bool mn = c->op == SF_OP_cummin, isf = sf_dtype_is_float(c->xdt);
             double best = mn ? (isf ? INFINITY : (double)sf_int_max(c->xdt))
                              : (isf ? -INFINITY : (double)sf_int_min(c->xdt));
+            /* integers compare exactly in int64 (int64 values do not fit a double) */
+            int64_t ibest = mn ? sf_int_max(c->xdt) : sf_int_min(c->xdt);
             uint64_t bbits = 0;
-            sf_store_f64(&bbits, 0, c->xdt, best);
+            if (isf) sf_store_f64(&bbits, 0, c->xdt, best);
+            else sf_store_i64(&bbits, 0, c->xdt, ibest);
             int64_t bidx = -1;
             for (int64_t i = 0; i < n; i++) {
                 if (i >= ex) {
@@ -283,7 +319,10 @@ static void expected(const scase *c, const sf_view *in, void *ey, int64_t *ei) {
                     id2[d] = c->rev ? n - 1 - i + ex : i - ex;
                     int64_t e = tv_off(in, id2);
                     double x = sf_load_f64(in->data, e, c->xdt);
-                    bool take = isnan(x) || (!isnan(best) && (mn ? x <= best : x >= best));
+                    int64_t xi = isf ? 0 : sf_load_i64(in->data, e, c->xdt);
+                    bool take = isf ? isnan(x) || (!isnan(best) && (mn ? x <= best : x >= best))
+                                    : (mn ? xi <= ibest : xi >= ibest);
+                    if (take) ibest = xi;
                     if (take) {
                         best = x;
                         bbits = get_bits(in->data, e, c->xdt);
@@ -346,8 +385,10 @@ static void run_case(const scase *c, const int *threads, int nthreads) {
         /* fill every reachable element of the input (in row-major order of the view) */
         int64_t idx[3] = {0, 0, 0};
         int64_t shp[3] = {c->shape[0], c->nd > 1 ? c->shape[1] : 1, c->nd > 2 ? c->shape[2] : 1};
-        do put_random(in.v.data, tv_off(&in.v, idx), c->xdt, &r, c->specials);
-        while (idx_next(c->nd, shp, idx));
+        do {
+            if (c->op == SF_OP_cumprod) put_factor(in.v.data, tv_off(&in.v, idx), c->xdt, &r, c->specials);
+            else put_random(in.v.data, tv_off(&in.v, idx), c->xdt, &r, c->specials);
+        } while (idx_next(c->nd, shp, idx));
     }
     int64_t n = 1;
     for (int k = 0; k < c->nd; k++) n *= c->shape[k];
@@ -491,6 +532,76 @@ static void bytes_sweep(void) {
         run_case(&cc, th, 4);
     }
     sf_cpu_scan_wait_s = 100e-6;
+}
+
+/* The chain kernels of cpu_scan_chain.c (cummax/cummin of int64 and float64 along
+ * rows, cummax/cummin of every dtype along columns, cumprod) against the same
+ * references.  One instruction set only: their AVX-512/AVX2/baseline clones are picked
+ * at load time, not by sf_cpu_scan_force_isa. */
+static void chain_sweep(void) {
+    static const int th[] = {1, 2, 3, 7};
+    static const struct {
+        int nd;
+        int64_t s[3];
+        int dim;
+    } shapes[] = {
+        {1, {1, 0, 0}, 0},    {1, {7, 0, 0}, 0},     {1, {1023, 0, 0}, 0},  {1, {4097, 0, 0}, 0},
+        {1, {100003, 0, 0}, 0}, {2, {9, 130, 0}, 1}, {2, {130, 9, 0}, 0},   {2, {70, 33, 0}, 0},
+        {3, {3, 67, 11}, 1},  {3, {2, 5, 600}, 1},   {2, {5, 1, 0}, 0},
+    };
+    static const scanfuse_dtype m64[] = {SCANFUSE_INT64, SCANFUSE_FLOAT64};
+    static const scanfuse_dtype m32[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16, SCANFUSE_INT32,
+                                         SCANFUSE_INT16, SCANFUSE_INT8, SCANFUSE_UINT8, SCANFUSE_BOOL};
+    static const scanfuse_dtype px[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16,
+                                        SCANFUSE_FLOAT16, SCANFUSE_FLOAT32, SCANFUSE_INT32, SCANFUSE_INT64,
+                                        SCANFUSE_BOOL, SCANFUSE_INT8, SCANFUSE_INT64, SCANFUSE_BFLOAT16};
+    static const scanfuse_dtype py[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16,
+                                        SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, SCANFUSE_INT64, SCANFUSE_INT64,
+                                        SCANFUSE_INT64, SCANFUSE_INT32, SCANFUSE_INT16, SCANFUSE_FLOAT64};
+    int saved = nisas;
+    nisas = 1;
+    int nsh = (int)(sizeof shapes / sizeof shapes[0]), k = 0;
+    for (int si = 0; si < nsh; si++) {
+        for (int fl = 0; fl < 4; fl++, k++) {
+            int lay = (si + fl) % LAY_COUNT;
+            if (shapes[si].nd < 2 && (lay == LAY_TRANSPOSED || lay == LAY_BROADCAST)) lay = LAY_SLICED;
+            scase c = {fl % 2 ? SF_OP_cummin : SF_OP_cummax, SCANFUSE_INT64, SCANFUSE_INT64, shapes[si].nd,
+                       {shapes[si].s[0], shapes[si].s[1], shapes[si].s[2]}, shapes[si].dim, fl & 1, (fl >> 1) & 1,
+                       lay, (si + fl) % 2 == 0, false};
+            for (int m = 0; m < 2; m++) {
+                c.xdt = c.ydt = m64[m];
+                run_case(&c, th, 4);
+            }
+            c.xdt = c.ydt = m32[k % 8]; /* columns take the chain kernels for every dtype */
+            run_case(&c, th, 4);
+            c.op = SF_OP_cumprod;
+            for (int m = 0; m < 2; m++) {
+                c.xdt = px[(2 * k + m) % 12];
+                c.ydt = py[(2 * k + m) % 12];
+                c.out_strided = (si + m) % 4 == 1;
+                run_case(&c, th, 4);
+            }
+        }
+    }
+    /* long rows: several partitions, chained over threads (the second half: every
+     * thread computes missing carries itself); cumprod's rows are whole chains */
+    for (int fl = 0; fl < 8; fl++) {
+        sf_cpu_scan_wait_s = fl >= 4 ? 0.0 : 100e-6;
+        scase a = {fl % 2 ? SF_OP_cummin : SF_OP_cummax, SCANFUSE_FLOAT64, SCANFUSE_FLOAT64, 1,
+                   {3 * SF_SCAN_PART + 77, 0, 0}, 0, fl & 1, (fl >> 1) & 1, fl == 3 ? LAY_SLICED : LAY_CONTIG,
+                   fl % 3 == 0, false};
+        run_case(&a, th, 4);
+        a.xdt = a.ydt = SCANFUSE_INT64;
+        run_case(&a, th, 4);
+        scase b = {SF_OP_cumprod, SCANFUSE_FLOAT32, SCANFUSE_FLOAT32, 2, {3, 2 * SF_SCAN_PART + 5, 0}, 1,
+                   fl & 1, (fl >> 1) & 1, LAY_CONTIG, fl == 2, false};
+        run_case(&b, th, 4);
+        b.op = fl % 2 ? SF_OP_cummin : SF_OP_cummax;
+        b.xdt = b.ydt = fl < 4 ? SCANFUSE_INT64 : SCANFUSE_FLOAT64;
+        run_case(&b, th, 4);
+    }
+    sf_cpu_scan_wait_s = 100e-6;
+    nisas = saved;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -832,6 +943,7 @@ int main(void) {
     sf_cpu_scan_mt_min_bytes = 0; /* spread even small scans over threads */
     conversions();
     bytes_sweep();
+    chain_sweep();
     reduce_vs_scan();
     printf("  %d byte-exact cases over %d instruction sets and 1, 2, 3, 7 threads\n", case_no, nisas);
     accuracy();
