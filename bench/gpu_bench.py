@@ -400,11 +400,11 @@ def determinism(sf, stream, gen, out_rows, n=1 << 28, runs=10):
         with torch.cuda.stream(stream):
             y.fill_(float("nan"))
             prog()
+            if first is None:  # on the same stream: the next fill_ must not overtake it
+                first = y.clone()
         stream.synchronize()
-        if first is None:
-            first = y.clone()
-        else:  # bit for bit (NaN-free data)
-            same = same and bool(torch.equal(y.view(torch.int32), first.view(torch.int32)))
+        # bit for bit (NaN-free data)
+        same = same and bool(torch.equal(y.view(torch.int32), first.view(torch.int32)))
     digest = hashlib.sha256(first.view(torch.int32)[:: 4096].cpu().numpy().tobytes()).hexdigest()[:16]
     out_rows.append({"determinism": f"float32 [{n}] cumsum x {runs}", "identical": same, "sample_hash": digest})
 

@@ -448,4 +448,20 @@ extern int sf_cpu_rows_isa;
  * streaming stores (a variable for tests and measurements). */
 extern int64_t sf_cpu_rows_nt_min_bytes;
 
+/* ------------------------------------------------------------------------------ */
+/* topk of a few elements per row (cpu_topk.c)                                      */
+/* ------------------------------------------------------------------------------ */
+
+#define SF_CPU_TOPK_MAX_K 32
+/* The positions of the k best elements (1 <= k <= SF_CPU_TOPK_MAX_K, k <= len) of the
+ * row of len elements at element off + t * stride of x, best first, ties to the lower
+ * position: the same as cpu_index.c's generic topk, in O(len).  keys: 2 * len scratch
+ * entries.  Returns false (writing nothing) for a dtype without 32-bit keys (64-bit
+ * ones), a k out of that range, or when sf_cpu_topk_fast is 0. */
+bool sf_cpu_topk_small(const sf_view *x, int64_t off, int64_t stride, int64_t len, int64_t k,
+                       bool desc, uint32_t *keys, int64_t *pos);
+/* Test hook: 0 sends every topk down the generic path, 2 takes cpu_topk.c without its
+ * AVX-512 loop (1: the default, the best this CPU has). */
+extern int sf_cpu_topk_fast;
+
 #endif /* SF_CPU_H */

@@ -7,6 +7,12 @@
  */
 #include "cpu.h"
 
+/* No contraction of a * b + c into a fused multiply-add: the bytes must be the generic
+ * kernels' (GCC does not contract in ISO C mode; clang does unless told). */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #include <math.h>
 #include <string.h>
 
@@ -31,8 +37,9 @@ void sf_cpu_reduced_dims(const sf_node *n, int nd, bool *red) {
 /* The block loops below are compiled for AVX-512, AVX2 and the baseline, picked at run
  * time (GCC's target_clones).  They hold float32 and float64 IEEE arithmetic only, with
  * no contraction into fused multiply-adds (ISO C mode), so every clone gives the same
- * bytes. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+ * bytes.  Not with clang: clang 14 emits no definition for a cloned function with
+ * external linkage (the link fails), so clang builds take the baseline loops. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define FUSED_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

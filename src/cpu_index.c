@@ -17,9 +17,12 @@
  *    permute, slice and expand), a counting sort: histogram, exclusive cumsum, then
  *    each position scattered to its bucket's next slot, O(n + R), which is stable by
  *    construction.  It is chosen when R <= 2n + 16, where it beats the merge sort.
- *  - topk: for k <= n/8 one pass that keeps the k best (key, position) pairs, in a
- *    sorted array for k <= 32 (blocks of keys that cannot enter are skipped with one
- *    vectorizable test) or a max-heap, O(n log k); for larger k the row is sorted.
+ *  - topk: k <= SF_CPU_TOPK_MAX_K of keys that fit in 32 bits by cpu_topk.c (a
+ *    threshold, then one pass over the few keys below it, O(n)); otherwise for
+ *    k <= n/8 one pass that keeps the k best (key, position) pairs, in a sorted array
+ *    for k <= 32 (blocks of keys that cannot enter are skipped with one vectorizable
+ *    test) or a max-heap, O(n log k); for larger k the row is sorted.  Both give the
+ *    same result: the k smallest (key, position) pairs in order.
  *
  * Indexing.  gather, take_along_dim and index_select walk the result with the N-d
  * iterator over three operands (the result, the index, and x with its stride along
@@ -475,6 +478,16 @@ static scanfuse_status run_sort(const scanfuse_fusion *f, const sf_node *n, cons
                 for (int64_t t = 0; t < len; t++)
                     if (v[t] < 0 || v[t] >= stated)
                         return range_error(n, "key", v[t], rtext, msg, msglen);
+            }
+            int64_t best[SF_CPU_TOPK_MAX_K]; /* a few best: O(len), no sort (cpu_topk.c) */
+            if (topk && k > 0 && sf_cpu_topk_small(x, off, stride, len, k, desc, tmp, best)) {
+                for (int64_t t = 0; t < k; t++) {
+                    int64_t at = ob + t * inner;
+                    put_i64(idx->data, at, best[t]);
+                    if (vals)
+                        copy_run(vals->data, at, 1, x->data, off + best[t] * stride, 1, 1, es);
+                }
+                continue;
             }
             uint64_t *keys = tmp;
             load_keys(x, off, stride, len, desc, keys);

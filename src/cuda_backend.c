@@ -141,6 +141,10 @@ static scanfuse_status ensure_memory(cuda_state *s, bool need_stage, char *msg, 
     if (!s->scratch) {
         r = d->cuMemAlloc(&s->scratch, (size_t)s->pl->scratch_bytes);
         if (r == 0) r = d->cuMemsetD8(s->scratch, 0, (size_t)s->pl->scratch_bytes);
+        /* the memset may still be running when this returns, on the legacy stream, which
+         * a caller's non-blocking stream does not wait for: the first launch would see
+         * stale look-back flags and tile counters (a wrong first result, once) */
+        if (r == 0) r = d->cuCtxSynchronize();
         if (r != 0) {
             if (s->scratch) d->cuMemFree(s->scratch);
             s->scratch = 0;

@@ -13,16 +13,18 @@
  * position t of the scanned dim (len-1-t for reverse scans).
  *  - inner dims all of size 1 and len <= 32*ITEMS: one warp per row;
  *  - inner dims all of size 1, longer rows: blocks of 256 threads over tiles of
- *    256*ITEMS steps; several tiles per row are chained by the deterministic two-level
- *    look-back (sf_lookback: tile aggregates within groups of row_g tiles, group
- *    aggregates within super-groups of row_g2 groups, one prefix chain link per
- *    super-group);
- *  - otherwise (scan along an outer dim): a thread per column (neighbouring columns are
- *    neighbours in memory for contiguous tensors), tiles of R steps x W columns, chained
- *    along the scan by the two-level column look-back (sf_col_lookback).
- * Element loads and stores of a thread's ITEMS consecutive steps use 16-byte vector
- * accesses when every operand is contiguous along the scan and aligned (checked at run
- * time per thread), element accesses otherwise.
+ *    256*ITEMS steps, each warp reading its run of the tile as strips in which every
+ *    lane holds V consecutive steps (one 16-byte access of the widest input); several
+ *    tiles per row are chained by the deterministic two-level look-back (sf_lookback:
+ *    tile aggregates within groups of row_g tiles, group aggregates within
+ *    super-groups of row_g2 groups, one prefix chain link per super-group);
+ *  - otherwise (scan along an outer dim): blocks of W columns x RG row groups
+ *    (neighbouring columns are neighbours in memory for contiguous tensors; W columns
+ *    of the widest input make 128 bytes), tiles of RG*L steps, chained along the scan
+ *    by the two-level column look-back (sf_col_tile_scan).
+ * A lane's V consecutive steps use one vector access per operand when every operand is
+ * contiguous along the scan and aligned (checked at run time per thread), element
+ * accesses otherwise.
  * Accumulation (docs/OPS.md, DESIGN.md §1): float16/bfloat16/float32 sums in double
  * (every tile prefix combined in a fixed order: deterministic, and within 2^-40 * sum|x|),
  * float64 sums in double-double, integers in wrapping int64, products and logcumsumexp
@@ -35,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=256,row_g2=256,row_minb=6,row_static=0,warp_max=1024,col_w=0,col_r=32,col_g=0,col_g2=0,col_block=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=6,row_keep=0,row_static=0,row_striped=1,warp_max=1024,col_tile=1,col_l=0,col_w=0,col_r=32,col_g=0,col_g2=0,col_block=0"
  * (row_items=0, col_w=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -325,6 +327,17 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     return ok;
 }
 
+/* Bytes of the widest element a kernel reads (its non-output operands; 1 if none). */
+static int widest_input(const scanfuse_fusion *f, const sf_cuda_kernel *k) {
+    int w = 1;
+    for (int op = 0; op < k->nops; op++) {
+        if (k->ops[op].out) continue;
+        int s = (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
+        if (s > w) w = s;
+    }
+    return w > 16 ? 16 : w;
+}
+
 /* A 0-d scan: the input converted (index 0), with the group's pointwise nodes. */
 typedef struct scan0_arg {
     int anchor;
@@ -453,10 +466,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (items <= 0) items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 32 : 16;
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
          * most G-1 + G2-1 aggregates in one round; one chain link per G*G2 tiles */
-        int gsz = tune("row_g", 256), g2 = tune("row_g2", 256);
-        if (gsz > 256) gsz = 256;
+        int gsz = tune("row_g", 128), g2 = tune("row_g2", 128);
+        if (gsz > 128) gsz = 128;
         if (gsz < 1) gsz = 1;
-        if (g2 > 256) g2 = 256;
+        if (g2 > 128) g2 = 128;
         if (g2 < 1) g2 = 1;
         int64_t tile = 256 * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
@@ -478,15 +491,30 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         }
         /* blocks an SM should hold (the register budget): with the look-back a thread
          * holds only its running state across the wait, so more tiles fit in flight */
-        int minb = tune("row_minb", lb ? 6 : 4);
+        /* row_keep=1 (off: measured slower on the H200, 0.35 against 0.43 for 1-D
+         * float32, bench/NOTES.md): the tile's steps stay in registers between the
+         * passes instead of being read again */
+        bool keep = tune("row_keep", 0) == 1;
+        int minb = tune("row_minb", keep ? 3 : lb ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      minb, ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
-                      stat ? "true" : "false",
-                      (long long)rows, (long long)len, (long long)tpr);
+        /* strips of V steps a lane: one 16-byte access for the widest input operand */
+        int vec = 16 / widest_input(g->f, k);
+        if (vec > items) vec = items;
+        if (tune("row_striped", 1) == 1)
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
+                          "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          minb, ki, io, io, items, vec, gsz, g2, lb ? "true" : "false",
+                          excl ? "true" : "false", stat ? "true" : "false", keep ? "true" : "false",
+                          (long long)rows, (long long)len, (long long)tpr);
+        else /* row_striped=0: each thread's ITEMS steps consecutive (the earlier layout) */
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
+                          "sf_row_scan_blocked<%s::Op, %s, 256, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          minb, ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
+                          stat ? "true" : "false",
+                          (long long)rows, (long long)len, (long long)tpr);
     } else if (tune("col_block", 0) == 1 && len <= 65536) {
         /* col_block=1 (an experiment, off by default: not yet run on a GPU): one block
          * per 8 columns, 64 row groups, no look-back (sf_col_block_scan) */
@@ -498,7 +526,50 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       "extern \"C\" __global__ void __launch_bounds__(512) k%d(const sf_args a) {\n"
                       "sf_col_block_scan<%s::Op, %s, 8, 64, %s>(a, %lldll, %lldll);\n}\n\n",
                       ki, io, io, excl ? "true" : "false", (long long)ncols, (long long)len);
-    } else {
+    } else if (tune("col_tile", 1) == 1) {
+        /* a block of W columns x RG row groups, L steps a thread (sf_col_tile_scan): W
+         * columns of the widest input make a 128-byte run */
+        k->kind = SF_CUK_SCAN_COL;
+        int64_t ncols = rows;
+        int es = widest_input(g->f, k);
+        int w = es >= 4 ? 32 : es == 2 ? 64 : 128;
+        int rg = 256 / w;
+        int l = tune("col_l", 0);
+        if (l <= 0) {
+            /* 16 steps a thread (8 for 16-byte states); 8 where 16 leaves fewer than two
+             * tiles an SM (fewer than 8 measured slower: [2048, 128] 22.7 us at 2 steps,
+             * 16.9 us at 8) */
+            l = sk.tsize > 8 ? 8 : 16;
+            if (l > 8 && ceil_div(len, (int64_t)rg * l) * ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
+        }
+        if (l > 32) l = 32;
+        int64_t nchunks = ceil_div(len, (int64_t)rg * l);
+        int64_t ncb = ceil_div(ncols, w);
+        int64_t ntiles = nchunks * ncb;
+        /* up to 64 chunks: one group (a tile folds every earlier aggregate of its
+         * columns in one round); else groups of 32 in super-groups of 32 */
+        int gsz = tune("col_g", 0), g2 = tune("col_g2", 0);
+        if (gsz <= 0) gsz = nchunks <= 64 ? (int)pow2_at_least(nchunks) : 32;
+        if (g2 <= 0) g2 = nchunks <= 64 ? 1 : 32;
+        if (gsz > 64) gsz = 64;
+        if (g2 > 64) g2 = 64;
+        if (gsz < 1) gsz = 1;
+        if (g2 < 1) g2 = 1;
+        k->block = 256;
+        k->grid = sf_cg_grid(ntiles);
+        if (nchunks > 1) {
+            int64_t ngr = ncb * ceil_div(nchunks, gsz);
+            int64_t nsup = ncb * ceil_div(nchunks, (int64_t)gsz * g2);
+            int64_t nst = ntiles + ngr + nsup;
+            k->ntiles = ntiles;
+            k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * w * sk.tsize;
+        }
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", (long long)ncols,
+                      (long long)len, (long long)nchunks, (long long)ncb);
+    } else { /* col_tile=0: a thread per column, R steps a tile (the earlier kernel) */
         k->kind = SF_CUK_SCAN_COL;
         int64_t ncols = rows;
         int w = tune("col_w", 0);

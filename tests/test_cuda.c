@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 enum { T_EXACT, T_ULP1, T_SUM, T_REL, T_LSE, T_MATMUL };
-enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_SPECIAL, G_FULL, G_INDEX, G_TIES, G_BOOL01 };
+enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_SPECIAL, G_FULL, G_INDEX, G_TIES, G_BOOL01, G_ROUND };
 
 #define MAXOUT 48
 #define MAXIN 4
@@ -408,6 +408,10 @@ static void build_programs(void) {
         prog_binary(dt, S2(3, 33), dt, S2(3, 33), G_DEFAULT, G_NONZERO, true);
         prog_binary(dt, S2(4, 1), dt, S1(9), fl ? G_SPECIAL : G_FULL, G_NONZERO, false);
     }
+    /* float16/bfloat16 rounding from double and float32 at halfway points (the hardware
+     * conversions must round once) */
+    prog_casts(SCANFUSE_FLOAT64, S1(3000), G_ROUND);
+    prog_casts(SCANFUSE_FLOAT32, S1(3000), G_ROUND);
     prog_unary(SCANFUSE_FLOAT32, S0(), G_DEFAULT);
     prog_unary(SCANFUSE_INT32, S2(0, 5), G_DEFAULT);
     /* mixed dtypes */
@@ -441,9 +445,18 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
     /* static tile ids (an experiment behind row_static=1) */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1,row_static=1", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_r=4", G_DEFAULT); /* column chain */
-    prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_g2=2,col_r=5,col_w=64", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_g=4,col_g2=1,col_r=3", G_DEFAULT); /* G2 = 1 */
+    /* the earlier row layout (row_striped=0: a thread's steps consecutive), for comparison */
+    prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_striped=0", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 1, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
+    prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
+    /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
+    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_g2=2,col_l=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_g=4,col_g2=1,col_l=3", G_DEFAULT); /* G2 = 1 */
+    prog_scans(SCANFUSE_INT64, S2(3000, 33), 0, NULL, G_FULL); /* 94 chunks: two levels */
+    /* the earlier column kernel (col_tile=0: a thread per column), for comparison */
+    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_tile=0,col_g=2,col_g2=3,col_r=4", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_tile=0,col_g=3,col_g2=2,col_r=5,col_w=64", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
     prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
@@ -701,7 +714,7 @@ static void build_coverage(void) {
         out(p, "x", T_EXACT);
         out(p, "y", T_EXACT);
         finish(p);
-        p->tune = "row_g=2,row_g2=2,row_items=1,row_static=1,col_g=2,col_g2=2,col_r=4";
+        p->tune = "row_g=2,row_g2=2,row_items=1,row_static=1,col_g=2,col_g2=2,col_l=1";
     }
     {
         prog *p = newprog(); /* column scans in one block (col_block=1) */
@@ -955,6 +968,16 @@ static double gen_float(sf_test_rng *r, int gen) {
         return tv[sf_test_rng_int(r, 0, (int64_t)(sizeof tv / sizeof tv[0]) - 1)];
     }
     case G_BOOL01: return (double)(sf_test_rng_next(r) & 1);
+    case G_ROUND: {
+        /* halfway points of float16 / bfloat16 (normal, subnormal, past the largest
+         * finite), exact or nudged by far less than a float32 ulp: rounding once from
+         * double gives the nudged side, a detour through float32 would see a tie */
+        const int mb = (sf_test_rng_next(r) & 1) ? 7 : 10;
+        const int64_t m = sf_test_rng_int(r, (int64_t)1 << mb, ((int64_t)2 << mb) - 1);
+        const int e = (int)sf_test_rng_int(r, -30, 16) - mb;
+        const double v = ldexp((double)m + 0.5, e) + (double)sf_test_rng_int(r, -1, 1) * ldexp(1.0, e - 32);
+        return (sf_test_rng_next(r) & 1) ? -v : v;
+    }
     default: return uni(r, -4, 4);
     }
 }

@@ -27,6 +27,12 @@
  *     and with the baseline and AVX2 kernels forced (sf_cpu_rows_isa); and the kernel
  *     sf_cpu_row_combine itself, every variant, against the generic arithmetic written
  *     out, with its row copies at every alignment and guard bytes around them.
+ *  5. topk of a few elements (cpu_topk.c, its AVX-512 and portable loops) gives the
+ *     generic path's bytes (sf_cpu_topk_fast = 0) and the reference evaluator's indices, on every dtype it
+ *     takes, odd and even row lengths, k from 1 to 32, largest and smallest, rows
+ *     along dim 0 and through a permute (strided), and values with many ties, NaN,
+ *     infinities, signed zeros, all equal, sorted either way; fused with 1, 2 and 3
+ *     threads the same bytes as op by op.
  */
 #include "harness.h"
 #include "sf.h"
@@ -65,11 +71,15 @@ static bool write_text(const char *path, const char *text) {
     return fclose(fp) == 0 && ok;
 }
 
+/* The device run_fusion compiles for (the topk group also runs the reference). */
+static scanfuse_device test_device = SCANFUSE_DEVICE_CPU;
+
 static scanfuse_program *compile(const scanfuse_fusion *f, int fuse, int threads) {
     scanfuse_options o;
     scanfuse_options_init(&o);
     o.fuse = fuse;
     o.threads = threads;
+    o.device = test_device;
     return scanfuse_compile(f, &o);
 }
 
@@ -1152,6 +1162,115 @@ static void test_combine_kernel(uint64_t seed) {
     }
 }
 
+/* ------------------------------------------------------------------------------ */
+/* 5. topk of a few elements (cpu_topk.c)                                           */
+/* ------------------------------------------------------------------------------ */
+
+/* Value i of a topk test row in `mode`: 0 random, 1 few distinct values (ties), 2 the
+ * special floats among ordinary ones, 3 all equal, 4 ascending, 5 descending, 6 random
+ * with NaN now and then.  Integer dtypes get the integer part (clamped by the store). */
+static double topk_value(sf_test_rng *r, int mode, int64_t i, bool fl) {
+    static const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5};
+    switch (mode) {
+    case 1: return (double)sf_test_rng_int(r, -2, 2) * (fl ? 0.5 : 1.0);
+    case 2: return fl ? special[sf_test_rng_int(r, 0, 7)] : (double)sf_test_rng_int(r, -1, 1);
+    case 3: return 1.0;
+    case 4: return fl ? (double)i * 0.25 : (double)(i % 100);
+    case 5: return fl ? -(double)i * 0.25 : (double)(100 - i % 100);
+    case 6:
+        if (fl && sf_test_rng_int(r, 0, 9) == 0) return NAN;
+        return fl ? sf_test_rng_uniform(r) * 4.0 - 2.0 : (double)sf_test_rng_int(r, -100, 100);
+    default:
+        return fl ? sf_test_rng_uniform(r) * 4.0 - 2.0 : (double)sf_test_rng_int(r, -100, 100);
+    }
+}
+
+static void test_topk(uint64_t seed) {
+    static const scanfuse_dtype dts[] = {SCANFUSE_BFLOAT16, SCANFUSE_FLOAT16, SCANFUSE_FLOAT32,
+                                         SCANFUSE_INT8, SCANFUSE_INT16, SCANFUSE_INT32,
+                                         SCANFUSE_UINT8, SCANFUSE_INT64};
+    static const int64_t lens[] = {1, 2, 7, 16, 17, 33, 128, 129, 256, 301};
+    static const int64_t ks[] = {1, 2, 3, 8, 31, 32};
+    sf_test_rng r;
+    sf_test_rng_seed(&r, seed);
+    int cases = 0, failed = 0;
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0] && failed < 5; ki++) {
+                int64_t n = lens[li], k = ks[ki] < n ? ks[ki] : n, rows = sf_test_rng_int(&r, 1, 5);
+                if (ki > 0 && ks[ki - 1] >= n) continue; /* k = n already done */
+                int layout = (int)sf_test_rng_int(&r, 0, 2), mode = (int)sf_test_rng_int(&r, 0, 6);
+                bool largest = sf_test_rng_int(&r, 0, 1) != 0;
+                scanfuse_dtype dt = dts[di];
+                const char *dn = scanfuse_dtype_name(dt);
+                char text[512];
+                /* layout 0: rows along dim 1; 1: along dim 0 (strided); 2: a permute */
+                if (layout == 0)
+                    snprintf(text, sizeof text, "input x: %s[%lld, %lld]\nv, e = topk(x, %lld, dim=1, "
+                             "largest=%s)\noutput v, e\n", dn, (long long)rows, (long long)n,
+                             (long long)k, largest ? "true" : "false");
+                else if (layout == 1)
+                    snprintf(text, sizeof text, "input x: %s[%lld, %lld]\nv, e = topk(x, %lld, dim=0, "
+                             "largest=%s)\noutput v, e\n", dn, (long long)n, (long long)rows,
+                             (long long)k, largest ? "true" : "false");
+                else
+                    snprintf(text, sizeof text, "input x: %s[%lld, %lld]\nv, e = topk(permute(x, [1, 0]), "
+                             "%lld, dim=1, largest=%s)\noutput v, e\n", dn, (long long)n,
+                             (long long)rows, (long long)k, largest ? "true" : "false");
+                scanfuse_fusion *f = scanfuse_parse(text, "topk");
+                CHECKF(f && scanfuse_fusion_status(f) == SCANFUSE_OK, "topk program: %s\n%s",
+                       f ? scanfuse_fusion_error(f) : "NULL", text);
+                if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+                    scanfuse_fusion_free(f);
+                    failed++;
+                    continue;
+                }
+                tbuf *ins = alloc_inputs(f);
+                int64_t numel = (int64_t)(ins[0].bytes / scanfuse_dtype_size(dt));
+                bool fl = sf_dtype_is_float(dt);
+                for (int64_t i = 0; i < numel; i++) {
+                    /* position along the sorted dim, for the sorted modes */
+                    int64_t at = layout == 0 ? i % n : i / rows;
+                    double v = topk_value(&r, mode, at, fl);
+                    if (dt == SCANFUSE_BOOL) sf_store_i64(ins[0].data, i, dt, v > 0.0);
+                    else if (fl) sf_store_f64(ins[0].data, i, dt, v);
+                    else sf_store_i64(ins[0].data, i, dt, (int64_t)v);
+                }
+                char e0[SF_ERR_LEN] = "", e1[SF_ERR_LEN] = "", e2[SF_ERR_LEN] = "";
+                scanfuse_status s0, s1, s2;
+                /* cpu_topk.c, with and without its AVX-512 loop (alternating cases) */
+                sf_cpu_topk_fast = cases % 2 ? 2 : 1;
+                tbuf *fast = run_fusion(f, ins, 0, 1, &s0, e0, sizeof e0);
+                sf_cpu_topk_fast = 0;
+                tbuf *slow = run_fusion(f, ins, 0, 1, &s1, e1, sizeof e1);
+                sf_cpu_topk_fast = 1;
+                test_device = SCANFUSE_DEVICE_REFERENCE;
+                tbuf *ref = run_fusion(f, ins, 0, 1, &s2, e2, sizeof e2);
+                test_device = SCANFUSE_DEVICE_CPU;
+                bool ok = fast && slow && ref && s0 == SCANFUSE_OK && s1 == SCANFUSE_OK &&
+                          s2 == SCANFUSE_OK;
+                CHECKF(ok, "topk: runs failed (%s / %s / %s)\n%s", e0, e1, e2, text);
+                if (ok) {
+                    bool same_v = memcmp(fast[0].data, slow[0].data, fast[0].bytes) == 0;
+                    bool same_i = memcmp(fast[1].data, slow[1].data, fast[1].bytes) == 0;
+                    bool ref_i = memcmp(fast[1].data, ref[1].data, fast[1].bytes) == 0;
+                    CHECKF(same_v && same_i && ref_i,
+                           "topk (mode %d): values %s, indices %s the generic path, indices %s "
+                           "the reference\n%s", mode, same_v ? "match" : "DIFFER from",
+                           same_i ? "match" : "DIFFER from", ref_i ? "match" : "DIFFER from", text);
+                    if (!(same_v && same_i && ref_i)) failed++;
+                }
+                if (fast) tbufs_free(fast, 2);
+                if (slow) tbufs_free(slow, 2);
+                if (ref) tbufs_free(ref, 2);
+                /* fused, 1/2/3 threads, against op by op (frees ins) */
+                if (!compare_fused_on(f, ins, "topk fused", text)) failed++;
+                scanfuse_fusion_free(f);
+                cases++;
+            }
+    printf("topk cases: %d\n", cases);
+}
+
 int main(void) {
     test_structure();
     test_moe_targets();
@@ -1181,5 +1300,6 @@ int main(void) {
         test_combine(300 + (uint64_t)isa);
     }
     sf_cpu_rows_isa = 0;
+    test_topk(8080);
     return sf_test_finish("test_segment");
 }
