@@ -35,6 +35,10 @@ scan f32_64x131072_d1 float32 "64, 131072" 1
 scan f16_32x2p20_d1 float16 "32, 1048576" 1
 scan f32_8192x256_d0 float32 "8192, 256" 0
 scan f32_2048x128_d0 float32 "2048, 128" 0
+# the bytes of the 1-D 2^28 case in rows of exactly one tile (8192 steps: 256 threads x
+# 32 items): the same kernel and streaming with no look-back, so the gap to the 1-D
+# figure is the look-back's cost
+scan f32_32768x8192_d1 float32 "32768, 8192" 1
 printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/fused_bf16_8192.sf"
 cp examples/moe_routing.sf "$D/moe_routing.sf"
 cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
@@ -43,7 +47,8 @@ case " $* " in *" tune "*) tunes=${TUNES:-"row_static=1 row_static=1,row_items=3
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
     timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-        --section Occupancy --section LaunchStats --section SchedulerStats --launch-skip 2 --launch-count 1 \
+        --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
+        --launch-skip 2 --launch-count 1 \
         "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_scan.txt" 2>&1
     echo "ncu: exit $?"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$OUT/ncu_scan.txt" | head -8
     timeout 120 ncu --section SpeedOfLight "$S" run examples/moe_routing.sf --device cuda > "$OUT/ncu_moe.txt" 2>&1
