@@ -43,7 +43,7 @@ printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(m
 cp examples/moe_routing.sf "$D/moe_routing.sf"
 cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
-case " $* " in *" tune "*) tunes=${TUNES:-"row_static=1 row_static=1,row_items=32 row_items=32 row_minb=8"} ;; *) tunes="" ;; esac
+case " $* " in *" tune "*) tunes=${TUNES:-"row_keep=1 row_items=16 row_minb=8"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
     timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
@@ -77,7 +77,7 @@ for f in "$D"/*.sf; do
     python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-22s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c"
 done
 coltunes=""
-[ -n "$tunes" ] && coltunes=${COLTUNES:-"col_block=1"}
+[ -n "$tunes" ] && coltunes=${COLTUNES:-"col_block=1 col_l=8"}
 for tv in $tunes $coltunes; do
     cases="1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28"
     case "$tv" in col_*) cases="f32_2048x128_d0 f32_8192x256_d0 f32_4096x4096_d0 bf16_4096x4096_d0" ;; esac

@@ -365,16 +365,6 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     args.aux[7] = report ? 1 : 0;
     args.err = (uint64_t)s->scratch + (uint64_t)(k->err_slot >= 0 ? 16 * k->err_slot : 0);
     args.scratch = (uint64_t)s->scratch + (uint64_t)k->scratch_off;
-    if (k->clear_bytes > 0) { /* static tile ids: the look-back flags start at 0 */
-        sf_CUresult z = r->d->cuMemsetD32Async((sf_CUdeviceptr)args.scratch, 0,
-                                               (size_t)(k->clear_bytes / 4), r->stream);
-        if (z != 0) {
-            char m[SF_ERR_LEN];
-            sf_cuda_errmsg(r->d, z, "cuMemsetD32Async", m, sizeof m);
-            sf_msg(r->msg, r->msglen, "%s (kernel k%d)", m, ki);
-            return SCANFUSE_ERROR_DEVICE;
-        }
-    }
     void *params[1] = {&args};
     sf_CUresult res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, 0, r->stream,
                                            params, NULL);

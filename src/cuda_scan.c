@@ -37,8 +37,8 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=6,row_keep=0,row_static=0,row_striped=1,warp_max=1024,col_tile=1,col_l=0,col_w=0,col_r=32,col_g=0,col_g2=0,col_block=0"
- * (row_items=0, col_w=0, col_g=0 and col_g2=0 choose from the shape).
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=6,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0"
+ * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
 
@@ -477,17 +477,11 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         bool lb = tpr > 1;
         k->block = 256;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
-        /* row_static=1 (an experiment, off by default): tile = block index, so no tile
-         * ticket or done counter (two same-address atomics per tile); the flags are
-         * zeroed by a memset before each launch instead of by epochs.  It relies on
-         * blocks being dispatched in index order (a tile waits only for lower ones). */
-        bool stat = lb && tune("row_static", 0) == 1;
         if (lb) {
             int64_t ngr = rows * ceil_div(tpr, gsz), nsup = rows * ceil_div(tpr, (int64_t)gsz * g2);
             int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * sk.tsize;
-            if (stat) k->clear_bytes = 16 + (4 * nst + 15) / 16 * 16;
         }
         /* blocks an SM should hold (the register budget): with the look-back a thread
          * holds only its running state across the wait, so more tiles fit in flight */
@@ -501,23 +495,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* strips of V steps a lane: one 16-byte access for the widest input operand */
         int vec = 16 / widest_input(g->f, k);
         if (vec > items) vec = items;
-        if (tune("row_striped", 1) == 1)
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          minb, ki, io, io, items, vec, gsz, g2, lb ? "true" : "false",
-                          excl ? "true" : "false", stat ? "true" : "false", keep ? "true" : "false",
-                          (long long)rows, (long long)len, (long long)tpr);
-        else /* row_striped=0: each thread's ITEMS steps consecutive (the earlier layout) */
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan_blocked<%s::Op, %s, 256, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          minb, ki, io, io, items, gsz, g2, lb ? "true" : "false", excl ? "true" : "false",
-                          stat ? "true" : "false",
-                          (long long)rows, (long long)len, (long long)tpr);
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
+                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      minb, ki, io, io, items, vec, gsz, g2, lb ? "true" : "false",
+                      excl ? "true" : "false", keep ? "true" : "false", (long long)rows,
+                      (long long)len, (long long)tpr);
     } else if (tune("col_block", 0) == 1 && len <= 65536) {
-        /* col_block=1 (an experiment, off by default: not yet run on a GPU): one block
-         * per 8 columns, 64 row groups, no look-back (sf_col_block_scan) */
+        /* col_block=1 (an experiment, off by default): one block per 8 columns, 64 row
+         * groups, no look-back (sf_col_block_scan); on the H200 [2048, 128] dim 0 23.6 us
+         * a CLI call against 16.2 for the column tiles, [4096, 4096] dim 0 0.45 against
+         * 0.42 (bench/NOTES.md) */
         k->kind = SF_CUK_SCAN_COL;
         int64_t ncols = rows, nb = ceil_div(ncols, 8);
         k->block = 512;
@@ -526,7 +514,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       "extern \"C\" __global__ void __launch_bounds__(512) k%d(const sf_args a) {\n"
                       "sf_col_block_scan<%s::Op, %s, 8, 64, %s>(a, %lldll, %lldll);\n}\n\n",
                       ki, io, io, excl ? "true" : "false", (long long)ncols, (long long)len);
-    } else if (tune("col_tile", 1) == 1) {
+    } else {
         /* a block of W columns x RG row groups, L steps a thread (sf_col_tile_scan): W
          * columns of the widest input make a 128-byte run */
         k->kind = SF_CUK_SCAN_COL;
@@ -568,43 +556,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
                       "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
                       ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", (long long)ncols,
-                      (long long)len, (long long)nchunks, (long long)ncb);
-    } else { /* col_tile=0: a thread per column, R steps a tile (the earlier kernel) */
-        k->kind = SF_CUK_SCAN_COL;
-        int64_t ncols = rows;
-        int w = tune("col_w", 0);
-        if (w != 32 && w != 64 && w != 128 && w != 256) w = ncols >= 2048 ? 128 : ncols >= 512 ? 64 : 32;
-        int r = tune("col_r", sk.tsize > 8 ? 16 : 32);
-        if (r < 1) r = 1;
-        if (r > 64) r = 64;
-        int64_t nchunks = ceil_div(len, r);
-        int64_t ncb = ceil_div(ncols, w);
-        int64_t ntiles = nchunks * ncb;
-        /* each tile folds its group's earlier aggregates (c mod G per column) and the
-         * earlier groups' aggregates of its super-group, 8 loads a round: small problems
-         * (every tile resident at once) take groups of 8 in super-groups of 8, so a
-         * tile's prefix costs two short rounds and no chain for up to 64 chunks; large
-         * ones groups of 16 (the reads stay small beside the tile's own data) */
-        bool small = nchunks <= 64 && ntiles <= (int64_t)sms * 8;
-        int gsz = tune("col_g", 0), g2 = tune("col_g2", 0);
-        if (gsz <= 0) gsz = small ? 8 : 16;
-        if (g2 <= 0) g2 = small ? 8 : 64;
-        if (g2 < 1) g2 = 1;
-        if (g2 > 1024) g2 = 1024;
-        k->block = (unsigned)w;
-        k->grid = sf_cg_grid(ntiles);
-        if (nchunks > 1) {
-            /* two-level look-back state (sf_col_lookback): tiles, groups, super-groups */
-            int64_t ngr = ncb * ceil_div(nchunks, gsz);
-            int64_t nsup = ncb * ceil_div(nchunks, (int64_t)gsz * g2);
-            int64_t nst = ntiles + ngr + nsup;
-            k->ntiles = ntiles;
-            k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * w * sk.tsize;
-        }
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const sf_args a) {\n"
-                      "sf_col_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                      w, ki, io, io, w, r, gsz, g2, excl ? "true" : "false", (long long)ncols,
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
     return SCANFUSE_OK;

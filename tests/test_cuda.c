@@ -443,10 +443,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
-    /* static tile ids (an experiment behind row_static=1) */
-    prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1,row_static=1", G_DEFAULT);
-    /* the earlier row layout (row_striped=0: a thread's steps consecutive), for comparison */
-    prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_striped=0", G_DEFAULT);
     prog_scans(SCANFUSE_BFLOAT16, S1(20000), 1, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
@@ -454,9 +450,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_g2=2,col_l=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_g=4,col_g2=1,col_l=3", G_DEFAULT); /* G2 = 1 */
     prog_scans(SCANFUSE_INT64, S2(3000, 33), 0, NULL, G_FULL); /* 94 chunks: two levels */
-    /* the earlier column kernel (col_tile=0: a thread per column), for comparison */
-    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_tile=0,col_g=2,col_g2=3,col_r=4", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_tile=0,col_g=3,col_g2=2,col_r=5,col_w=64", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
     prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
@@ -708,13 +701,13 @@ static void build_coverage(void) {
         finish(p);
     }
     {
-        prog *p = newprog(); /* the prefix chains of both look-backs (rows: static tiles) */
+        prog *p = newprog(); /* the prefix chains of both look-backs */
         P(p, "input a: float32[20000]\ninput b: int64[1000, 7]\n"
              "x = cumsum(a, dim=0)\ny, yi = cummax(b, dim=0, reverse=true)\n");
         out(p, "x", T_EXACT);
         out(p, "y", T_EXACT);
         finish(p);
-        p->tune = "row_g=2,row_g2=2,row_items=1,row_static=1,col_g=2,col_g2=2,col_l=1";
+        p->tune = "row_g=2,row_g2=2,row_items=1,col_g=2,col_g2=2,col_l=1";
     }
     {
         prog *p = newprog(); /* column scans in one block (col_block=1) */
