@@ -468,8 +468,13 @@ static void value_pointwise(sf_cg_ectx *e, const sf_node *n, int32_t v) {
     const scanfuse_fusion *f = e->g->f;
     scanfuse_dtype res = f->values[v].dtype;
     scanfuse_dtype cdt = common_dtype(f, n);
+    /* integer division by zero raises this kernel's slot; a literal divisor that is not 0
+     * in the common dtype cannot (no slot: the outputs need no staging) */
+    const sf_num *divisor = n->nin == 2 ? literal_of(e->g, n, 1) : NULL;
+    bool nonzero_lit = divisor && (divisor->kind == SF_NUM_INT || divisor->kind == SF_NUM_BOOL) &&
+                       sf_wrap_int(divisor->i, cdt) != 0;
     if ((n->op == SF_OP_remainder || n->op == SF_OP_floor_divide) && !sf_dtype_is_float(cdt) &&
-        e->k->err_slot < 0) { /* integer division by zero raises this kernel's slot */
+        !nonzero_lit && e->k->err_slot < 0) {
         e->k->err_slot = sf_cg_err_slot(e->g);
         snprintf(e->k->err_what, sizeof e->k->err_what, "%s", sf_op_table[n->op].name);
     }

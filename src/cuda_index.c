@@ -3,8 +3,9 @@
  * ops"): gather, take_along_dim, index_select, scatter, one_hot, bincount, topk, argsort.
  *
  * Run-time index errors: every op that reads indices (ids, classes, keys with a range)
- * first runs a check kernel over them; a bad one raises the kernel's error slot with its
- * row-major position (the first bad position wins, as in the reference's loop order) and,
+ * first runs a check kernel over them, unless their range is known statically to fit
+ * (sf_int_range); a bad one raises the kernel's error slot with its row-major position
+ * (the first bad position wins, as in the reference's loop order) and,
  * in a second "report" launch made only after a failure, its value, so the message names
  * it ("gather: index 7 is out of range (dim 1 has size 5)").  The op's own kernels clamp
  * indices, so nothing is read or written out of bounds, and the run writes no output.
@@ -53,6 +54,10 @@ static void check_kernel(sf_cg *g, int node, int32_t v, int64_t hi, const char *
                          const char *range) {
     const sf_value *iv = &g->f->values[v];
     if (sf_value_numel(iv) == 0) return;
+    /* indices the compiler can bound (argsort's, topk's, ...) need no check: no kernel,
+     * no error slot, and so no staging of the outputs */
+    int64_t rlo, rhi;
+    if (sf_int_range(g->f, v, &rlo, &rhi) && rlo >= 0 && rhi < hi) return;
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_CHECK, node);
     k->err_slot = sf_cg_err_slot(g);
     snprintf(k->err_what, sizeof k->err_what, "%s", what);

@@ -411,6 +411,16 @@ scanfuse_status sf_rebuild_error(const char *pass, scanfuse_fusion *nf, const ch
 /* Removes nodes none of whose results reach an output. */
 scanfuse_status sf_pass_dce(scanfuse_fusion **f, char *msg, size_t msglen);
 
+/* Static value ranges (ranges.c).  sf_int_range: true with the inclusive range
+ * [*lo, *hi] of every element of integer value v when the ops that made it bound it
+ * (index outputs of topk/argsort/argmax/argmin, views, casts that keep the range, floor
+ * division and remainder by a positive literal, adding or subtracting a literal); false
+ * when nothing is known.  sf_index_in_range: true when index op n (gather,
+ * take_along_dim, index_select, scatter, bincount, one_hot, argsort with a key range)
+ * can meet only indices in range, so its run-time check cannot fail. */
+bool sf_int_range(const scanfuse_fusion *f, int32_t v, int64_t *lo, int64_t *hi);
+bool sf_index_in_range(const scanfuse_fusion *f, const sf_node *n);
+
 /* ------------------------------------------------------------------------------ */
 /* Programs and backends (program.c, ref_eval.c, cpu_*.c, cuda_backend.c)         */
 /* ------------------------------------------------------------------------------ */
