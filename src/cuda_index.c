@@ -16,7 +16,9 @@
  * integer atomics (exact in any order); topk and argsort sort (key, position) pairs, a
  * total order, so the result is the stable sort whatever the schedule: rows of up to 2048
  * keys in shared memory by one block (bitonic), longer rows as sorted runs of 2048 merged
- * pairwise by merge passes (each item finds its place by a binary search).
+ * pairwise by merge passes (each item finds its place by a binary search); argsort of
+ * integer keys in a known range of at most 1024 (the MoE's expert ids) by a counting
+ * sort, one block a row (sf_count_sort).
  */
 #include "cuda_codegen.h"
 
@@ -308,6 +310,28 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
     }
     const char *tf = isf ? "true" : "false", *df = desc ? "true" : "false";
     int sms = g->sms > 0 ? g->sms : 132;
+    /* argsort of integer keys in a known small range (range=, or made by topk/argsort):
+     * a counting sort, one block a row (as the CPU, for R <= 2n + 16) */
+    int64_t krange = 0, rlo, rhi;
+    if (!topk && !isf) {
+        if (n->a.has_count) krange = n->a.count;
+        else if (sf_int_range(f, n->in[0], &rlo, &rhi) && rlo >= 0) krange = rhi + 1;
+    }
+    if (krange > 0 && krange <= 1024 && krange <= 2 * len + 16 && len < ((int64_t)1 << 30)) {
+        int R = 32;
+        while (R < krange) R *= 2;
+        sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+        k->nops = nops;
+        memcpy(k->ops, ops, sizeof ops);
+        k->block = 256;
+        k->grid = sf_cg_grid(rows < (int64_t)sms * 64 ? rows : (int64_t)sms * 64);
+        sf_buf_printf(b,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_count_sort<%s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      (int)(k - g->pl->k), so, df, R, (long long)rows, (long long)len,
+                      (long long)krange);
+        return SCANFUSE_OK;
+    }
     if (len <= 2048) {
         int P = 1;
         while (P < len) P *= 2;

@@ -522,6 +522,13 @@ static void build_programs(void) {
                            T_EXACT);
         p->gen[0] = G_INDEX;
         p->irange[0] = 9;
+        /* counting sorts (sf_count_sort): many chunks of 256, both orders, keys from topk */
+        p = prog_raw("input x0: int64[3, 5000]\ninput x1: float32[700, 40]\n"
+                     "a = argsort(x0, dim=1, range=100)\nd = argsort(x0, dim=1, range=100, descending=true)\n"
+                     "v, i = topk(x1, 2, dim=1)\nr = reshape(i, [1400])\ns = argsort(r)\n"
+                     "output a, d, s\n", T_EXACT);
+        p->gen[0] = G_INDEX;
+        p->irange[0] = 100;
         p = prog_raw("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", T_EXACT);
         p->gen[0] = G_INDEX;
         p->irange[0] = 17;
