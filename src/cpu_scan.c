@@ -13,7 +13,8 @@
  *    dtype along columns, cumprod into the same or a wider float (exact input
  *    conversion) or into an integer result, rows and columns;
  *  - "rows" when the scanned dim is innermost in the (contiguous) output: one kernel
- *    call per partition of SF_SCAN_PART elements; an input whose stride along the dim
+ *    call per partition of SF_SCAN_PART elements (short float32 rows of a scan small
+ *    enough to be cache-resident: 8 rows at a time on AVX-512, the same bits); an input whose stride along the dim
  *    is not 1 is gathered a chunk at a time into a small buffer, never copied whole;
  *  - "columns" otherwise: the kernels scan tiles of up to SF_SCAN_COLTILE neighbouring
  *    columns (the innermost dims after the scanned one, merged) across all steps.
@@ -59,6 +60,11 @@ int64_t sf_cpu_scan_mt_min_bytes = (int64_t)1 << 20;
  * skipping the read-for-ownership saves a third of the DRAM traffic; measured to lose
  * on whole-row scans).  A variable for measurements. */
 int64_t sf_cpu_scan_nt_min_bytes = (int64_t)16 << 20;
+/* Scans that move at most this many bytes count as cache-resident (sf_seq.cached): the
+ * AVX-512 8-rows float32 kernel, 0.28 against 0.37 ns per element in L2, reads 8 rows
+ * at once, which the hardware prefetchers do not follow from DRAM (0.5-1.0 ns per
+ * element there against 0.47; bench/NOTES-hD.md).  A variable for measurements. */
+int64_t sf_cpu_scan_cached_max_bytes = (int64_t)512 << 10;
 /* Elements gathered per kernel call for rows whose input stride is not 1. */
 #define SCAN_GATHER (4 * SF_SCAN_BLOCK * 16)
 /* How long a chained task waits for its incoming carry before it computes it itself
@@ -588,7 +594,7 @@ typedef struct row_job {
     fast_kind kind;
     const sf_view *in, *out0, *out1;
     int64_t n, nrows, in_d, out_d, Q, rows_per_task, ntasks;
-    bool excl, rev, is_min, nt, unit, chained;
+    bool excl, rev, is_min, nt, unit, chained, cached;
     int nod;
     int64_t oshape[SF_MAX_DIMS], ois[SF_MAX_DIMS], oos[SF_MAX_DIMS];
     atomic_llong next;
@@ -614,6 +620,7 @@ static void row_seq(const row_job *j, int64_t r, sf_seq *s, int64_t *io) {
     s->lo = ex;
     s->len = n;
     s->nt = j->nt;
+    s->cached = j->cached;
     s->is_min = j->is_min;
     if (!j->rev) {
         s->x0 = ii - ex;
@@ -1057,6 +1064,7 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
         j->rev = rev;
         j->is_min = node->op == SF_OP_cummin;
         j->unit = j->in_d == 1;
+        j->cached = bytes <= sf_cpu_scan_cached_max_bytes;
         for (int e = 0; e < in->ndim; e++) {
             if (e == d || in->shape[e] == 1) continue;
             int pk = j->nod - 1;

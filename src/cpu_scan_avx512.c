@@ -388,6 +388,86 @@ SF_AI void vk_store_idx(int64_t *p, vk rel, int64_t base, int64_t dir, int64_t c
     }
 }
 
+/* ---- float32 cumsum of 8 rows at once (fsum_rows of cpu_scan_body.h) ---- *
+ * Short rows through the row kernel cost ~0.37 ns per element in L2 (its in-vector
+ * network needs 6 shuffles per 8 elements, and the conversions and adds share the
+ * same pipes).  Here 8 rows advance together: an 8x8 block of floats (8 elements of 8
+ * rows) is transposed so that register k holds element k of every row, and the network
+ * of cpu_scan_kern.h runs lane-wise across the 8 registers, exactly as the column
+ * kernel runs it across 8 steps, so every row gets the bits of its row-mode scan (the
+ * same IEEE double operations in the same order; a lane is a row).  The first level of
+ * the network and the output adds are issued as fma(b, 1, a): the same value as
+ * a + b (a sum's NaN payload is not part of the result's definition), on the FMA pipes
+ * that the shuffles and conversions leave idle.  Measured in L2 on Zen 4: 0.28 ns per
+ * element against 0.37; from DRAM it loses (8 rows at once defeat the hardware
+ * prefetchers), so fsum_rows takes it only for cache-resident scans (sf_seq.cached;
+ * bench/NOTES.md entry 13). */
+SF_AI void rows8_tr(__m256 *r) { /* 8x8 float transpose */
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+#define SF_SCAN_ROWS8 1
+/* Rows r = 0..7 of logical length n (a multiple of 8, at most SF_SCAN_PART; inclusive):
+ * row r reads logical i at x[r*xr + i] (rev: x[r*xr - i]) and writes y likewise. */
+SF_AI void rows8_f32_impl(const float *x, int64_t xr, float *y, int64_t yr, int64_t n, bool rev) {
+    const __m512d nz = _mm512_set1_pd(-0.0), one = _mm512_set1_pd(1.0);
+    __m512d lh = nz, ll = nz;
+    for (int64_t blk = 0; blk < n; blk += SF_SCAN_BLOCK) {
+        int64_t e = blk + SF_SCAN_BLOCK < n ? blk + SF_SCAN_BLOCK : n;
+        __m512d Cs = _mm512_add_pd(_mm512_add_pd(lh, ll), nz); /* (L.hi + L.lo) + cs, cs = -0.0 */
+        __m512d T = nz;
+        for (int64_t i = blk; i < e; i += 8) {
+            __m256 r[8];
+            int64_t o = rev ? -i - 7 : i; /* the lowest address of the 8 elements */
+            for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(x + k * xr + o);
+            rows8_tr(r);
+            __m512d v[8];
+            for (int k = 0; k < 8; k++) v[k] = _mm512_cvtps_pd(r[rev ? 7 - k : k]);
+            v[1] = _mm512_fmadd_pd(v[0], one, v[1]); /* L1 */
+            v[3] = _mm512_fmadd_pd(v[2], one, v[3]);
+            v[5] = _mm512_fmadd_pd(v[4], one, v[5]);
+            v[7] = _mm512_fmadd_pd(v[6], one, v[7]);
+            v[2] = _mm512_add_pd(v[2], v[1]); /* L2 */
+            v[3] = _mm512_add_pd(v[3], v[1]);
+            v[6] = _mm512_add_pd(v[6], v[5]);
+            v[7] = _mm512_add_pd(v[7], v[5]);
+            v[4] = _mm512_add_pd(v[4], v[3]); /* L3 */
+            v[5] = _mm512_add_pd(v[5], v[3]);
+            v[6] = _mm512_add_pd(v[6], v[3]);
+            v[7] = _mm512_add_pd(v[7], v[3]);
+            __m512d tc = _mm512_add_pd(T, Cs);
+            T = _mm512_add_pd(T, v[7]);
+            for (int k = 0; k < 8; k++) r[rev ? 7 - k : k] = _mm512_cvtpd_ps(_mm512_fmadd_pd(tc, one, v[k]));
+            rows8_tr(r);
+            for (int k = 0; k < 8; k++) _mm256_storeu_ps(y + k * yr + o, r[k]);
+        }
+        __m512d t = _mm512_add_pd(lh, T), bp = _mm512_sub_pd(t, lh); /* sf_dd_acc, lane-wise */
+        __m512d err = _mm512_add_pd(_mm512_sub_pd(lh, _mm512_sub_pd(t, bp)), _mm512_sub_pd(T, bp));
+        __mmask8 fin = _mm512_cmp_pd_mask(_mm512_abs_pd(t), _mm512_set1_pd(INFINITY), _CMP_LT_OQ);
+        ll = _mm512_add_pd(ll, _mm512_maskz_mov_pd(fin, err));
+        lh = t;
+    }
+}
+static void rows8_f32(const float *x, int64_t xr, float *y, int64_t yr, int64_t n, bool rev) {
+    if (rev) rows8_f32_impl(x, xr, y, yr, n, true);
+    else rows8_f32_impl(x, xr, y, yr, n, false);
+}
+
 #include "cpu_scan_body.h"
 
 #if defined(__clang__)

@@ -274,6 +274,21 @@ static void SF_ISA(fsum_rows)(const sf_seq *s, int64_t nrows, int64_t xr, int64_
     bool rev = s->xs < 0;
     sf_seq t = *s;
     SF_ASSERT(s->len <= SF_SCAN_PART);
+#ifdef SF_SCAN_ROWS8
+    /* float32 rows 8 at a time where the ISA has that kernel and the data is in cache
+     * (whole vectors only: no identity lane, no partial vector; unit element strides) */
+    if (s->cached && xdt == SCANFUSE_FLOAT32 && ydt == SCANFUSE_FLOAT32 && s->lo == 0 && s->len % 8 == 0 &&
+        (s->xs == 1 || s->xs == -1) && s->ys == s->xs && nrows >= 8) {
+        int64_t r8 = nrows / 8 * 8;
+        for (int64_t r = 0; r < r8; r += 8)
+            rows8_f32((const float *)s->x + s->x0 + r * xr, xr, (float *)s->y + s->y0 + r * yr, yr, s->len, rev);
+        if (r8 == nrows) return;
+        t.x0 += r8 * xr; /* the last nrows % 8 rows: below */
+        t.y0 += r8 * yr;
+        SF_ISA(fsum_rows)(&t, nrows - r8, xr, yr);
+        return;
+    }
+#endif
     FW_CASE(SCANFUSE_FLOAT32, SCANFUSE_FLOAT32)
     FW_CASE(SCANFUSE_FLOAT64, SCANFUSE_FLOAT64)
     FW_CASE(SCANFUSE_FLOAT16, SCANFUSE_FLOAT16)

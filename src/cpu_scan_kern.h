@@ -126,6 +126,8 @@ typedef struct sf_seq {
                     * Kernels do not fence them: the dispatcher issues one store fence
                     * per thread before the scan returns (a fence per call would wait
                     * for the write-combining buffers on every short row). */
+    bool cached;   /* the whole scan's data fits in a core's L2 (fsum_rows may take the
+                    * 8-rows kernel, which wins only there; the bits are the same) */
     /* cummax/cummin: the int64 index output (same mapping as y) and the original
      * index of logical i: ix0 + ixs*i */
     void *yi;
@@ -176,6 +178,9 @@ typedef struct sf_scan_kernels {
      * vector conversion with the scalar helpers bit for bit. */
     void (*store_test)(const double *in, int64_t n, scanfuse_dtype ydt, void *out, int which);
 } sf_scan_kernels;
+
+/* Scans moving at most this many bytes set sf_seq.cached (cpu_scan.c). */
+extern int64_t sf_cpu_scan_cached_max_bytes;
 
 extern const sf_scan_kernels sf_scan_portable_kernels;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))

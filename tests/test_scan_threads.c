@@ -534,6 +534,34 @@ static void bytes_sweep(void) {
     sf_cpu_scan_wait_s = 100e-6;
 }
 
+/* float32 rows taken 8 at a time (the AVX-512 rows8 kernel of cpu_scan_avx512.c: row
+ * lengths that are multiples of 8, at least 8 rows, unit strides, inclusive) next to
+ * the shapes and flags that must still take the one-row kernel (other lengths, the
+ * rows left over after the groups of 8, exclusive scans, strided inputs and outputs). */
+static void rows8_sweep(void) {
+    static const int th[] = {1, 2, 3, 7};
+    static const struct {
+        int nd;
+        int64_t s[3];
+        int dim;
+    } shapes[] = {
+        {2, {8, 8, 0}, 1},     {2, {8, 128, 0}, 1},   {2, {19, 64, 0}, 1},   {2, {127, 8, 0}, 1},
+        {2, {129, 16, 0}, 1},  {2, {9, 72, 0}, 1},    {2, {17, 136, 0}, 1},  {2, {11, 4104, 0}, 1},
+        {3, {3, 5, 48}, 2},    {2, {16, 7, 0}, 1},    {2, {16, 127, 0}, 1},  {2, {8, 129, 0}, 1},
+        {2, {1, 128, 0}, 1},   {2, {7, 4097, 0}, 1},  {2, {9, SF_SCAN_PART, 0}, 1},
+    };
+    int nsh = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int si = 0; si < nsh; si++) {
+        for (int fl = 0; fl < 8; fl++) {
+            int lay = fl >= 6 ? (si % 2 ? LAY_BROADCAST : LAY_SLICED) : LAY_CONTIG;
+            scase c = {SF_OP_cumsum, SCANFUSE_FLOAT32, SCANFUSE_FLOAT32, shapes[si].nd,
+                       {shapes[si].s[0], shapes[si].s[1], shapes[si].s[2]}, shapes[si].dim,
+                       fl == 2 || fl == 6, fl & 1, lay, fl == 4 || fl == 5 || fl == 7, fl == 3};
+            run_case(&c, th, 4);
+        }
+    }
+}
+
 /* The chain kernels of cpu_scan_chain.c (cummax/cummin of int64 and float64 along
  * rows, cummax/cummin of every dtype along columns, cumprod) against the same
  * references.  One instruction set only: their AVX-512/AVX2/baseline clones are picked
@@ -943,6 +971,7 @@ int main(void) {
     sf_cpu_scan_mt_min_bytes = 0; /* spread even small scans over threads */
     conversions();
     bytes_sweep();
+    rows8_sweep();
     chain_sweep();
     reduce_vs_scan();
     printf("  %d byte-exact cases over %d instruction sets and 1, 2, 3, 7 threads\n", case_no, nisas);
