@@ -1041,6 +1041,22 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
             break;
         }
     bool row_mode = last_big < 0;
+    if (!fast && k == K_SUM_F && in->dtype != dt && sf_scan_fsum_ok(dt, dt)) {
+        /* cumsum(x, dtype=d) narrowing to a float dtype (float32 -> float16, float64 ->
+         * float32, integers -> any float): the op is defined on x converted to d (docs/
+         * OPS.md), so convert it, then take d's own kernel, whose bits depend only on the
+         * scanned sequence; when the buffer cannot be had, the generic path */
+        size_t bytes_d = (size_t)numel * scanfuse_dtype_size(dt);
+        void *tmp = aligned_alloc(64, (bytes_d + 63) / 64 * 64);
+        if (tmp) {
+            sf_view conv;
+            sf_view_contiguous(&conv, tmp, dt, in->ndim, in->shape);
+            sf_cpu_copy(&conv, in);
+            sf_cpu_scan_mt(node, &conv, out0, out1, work, threads);
+            free(tmp);
+            return;
+        }
+    }
     if (!fast) {
         generic_scan(k, d, excl, rev, in, out0, out1, work, nth);
         return;

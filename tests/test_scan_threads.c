@@ -271,6 +271,9 @@ static void expected(const scase *c, const sf_view *in, void *ey, int64_t *ei) {
             } else {
                 int64_t e = tv_off(in, id2);
                 xs[i] = sf_load_f64(in->data, e, c->xdt);
+                /* a float cumsum is defined on x converted to the result dtype (exact
+                 * unless dtype= narrows) */
+                if (c->op == SF_OP_cumsum && sf_dtype_is_float(c->ydt)) xs[i] = sf_round_to(xs[i], c->ydt);
             }
         }
         if (c->op == SF_OP_cumsum && sf_dtype_is_float(c->ydt)) {
@@ -560,6 +563,30 @@ static void rows8_sweep(void) {
             run_case(&c, th, 4);
         }
     }
+}
+
+/* cumsum with a narrowing float dtype= (float32 -> float16 / bfloat16, float64 ->
+ * float32 / float16, int32 / int64 -> float32, overflow to inf included): the input is
+ * converted, then scanned by the result dtype's kernel. */
+static void narrowing_sweep(void) {
+    static const int th[] = {1, 2, 3, 7};
+    static const scanfuse_dtype nx[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT32, SCANFUSE_FLOAT64,
+                                        SCANFUSE_FLOAT64, SCANFUSE_INT32, SCANFUSE_INT64};
+    static const scanfuse_dtype ny[] = {SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32,
+                                        SCANFUSE_FLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT32};
+    static const struct {
+        int nd;
+        int64_t s[3];
+        int dim;
+    } shapes[] = {{1, {100003, 0, 0}, 0}, {2, {37, 129, 0}, 1}, {2, {129, 37, 0}, 0}, {3, {3, 7, 5}, 1}};
+    for (int k = 0; k < 6; k++)
+        for (int si = 0; si < 4; si++)
+            for (int fl = 0; fl < 3; fl++) {
+                scase c = {SF_OP_cumsum, nx[k], ny[k], shapes[si].nd,
+                           {shapes[si].s[0], shapes[si].s[1], shapes[si].s[2]}, shapes[si].dim,
+                           fl == 1, fl == 2, fl == 2 ? LAY_TRANSPOSED : LAY_CONTIG, fl == 1, false};
+                run_case(&c, th, 4);
+            }
 }
 
 /* The chain kernels of cpu_scan_chain.c (cummax/cummin of int64 and float64 along
@@ -973,6 +1000,7 @@ int main(void) {
     bytes_sweep();
     rows8_sweep();
     chain_sweep();
+    narrowing_sweep();
     reduce_vs_scan();
     printf("  %d byte-exact cases over %d instruction sets and 1, 2, 3, 7 threads\n", case_no, nisas);
     accuracy();
