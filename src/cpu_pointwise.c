@@ -362,6 +362,61 @@ void sf_cpu_store_literal(void *base, scanfuse_dtype dt, const sf_num *lit) {
                    s + (os + i * ss) * (int64_t)sizeof(T), sizeof(T));                 \
     } while (0)
 
+/* float32 <-> float16 casts of n strided elements by the hardware conversion (F16C, in
+ * the clone that has it): float32 -> float16 rounds once to nearest even (what the
+ * store through double gives, the double being exact), float16 -> float32 is exact.
+ * GCC compiles _Float16 casts to vcvtps2ph / vcvtph2ps there and to a library routine
+ * in the default clone; clang 14 has no _Float16 on x86, so it keeps the double path. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__FLT16_MANT_DIG__) && \
+    defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define SF_F16_CASTS 1
+__extension__ typedef _Float16 half16; /* a GCC extension (ISO/IEC TS 18661-3) */
+/* Element accesses go through memcpy: views may be misaligned (the copy loops above do
+ * the same); GCC still vectorizes the unit-stride loops. */
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+f32_to_f16(const char *s, int64_t os, int64_t ss, char *d, int64_t od, int64_t sd, int64_t n) {
+    s += os * 4;
+    d += od * 2;
+    if (ss == 1 && sd == 1) {
+        for (int64_t i = 0; i < n; i++) {
+            float x;
+            memcpy(&x, s + i * 4, 4);
+            const half16 y = (half16)x;
+            memcpy(d + i * 2, &y, 2);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, s + i * ss * 4, 4);
+        const half16 y = (half16)x;
+        memcpy(d + i * sd * 2, &y, 2);
+    }
+}
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+f16_to_f32(const char *s, int64_t os, int64_t ss, char *d, int64_t od, int64_t sd, int64_t n) {
+    s += os * 2;
+    d += od * 4;
+    if (ss == 1 && sd == 1) {
+        for (int64_t i = 0; i < n; i++) {
+            half16 x;
+            memcpy(&x, s + i * 2, 2);
+            const float y = (float)x;
+            memcpy(d + i * 4, &y, 4);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        half16 x;
+        memcpy(&x, s + i * ss * 2, 2);
+        const float y = (float)x;
+        memcpy(d + i * sd * 4, &y, 4);
+    }
+}
+#endif
+#endif
+
 void sf_cpu_copy(const sf_view *dst, const sf_view *src) {
     SF_ASSERT(dst->ndim == src->ndim);
     const int64_t *st[2] = {dst->strides, src->strides};
@@ -388,6 +443,16 @@ void sf_cpu_copy(const sf_view *dst, const sf_view *src) {
         }
         return;
     }
+#ifdef SF_F16_CASTS
+    bool to16 = src->dtype == SCANFUSE_FLOAT32 && dst->dtype == SCANFUSE_FLOAT16;
+    if (to16 || (src->dtype == SCANFUSE_FLOAT16 && dst->dtype == SCANFUSE_FLOAT32)) {
+        while ((n = sf_cpu_iter_next(&it, INT64_MAX, offs)) > 0) {
+            if (to16) f32_to_f16(s, offs[1], ss, d, offs[0], sd, n);
+            else f16_to_f32(s, offs[1], ss, d, offs[0], sd, n);
+        }
+        return;
+    }
+#endif
     /* Converting copy through a block: float sources or float destinations go through
      * doubles (the double -> integer store is the float -> int cast), integer to
      * integer through int64 (the store wraps). */
