@@ -43,7 +43,7 @@ printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(m
 cp examples/moe_routing.sf "$D/moe_routing.sf"
 cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
-case " $* " in *" tune "*) tunes=${TUNES:-"row_keep=1 row_items=16 row_minb=8"} ;; *) tunes="" ;; esac
+case " $* " in *" tune "*) tunes=${TUNES:-"lb_wait_ns=0 row_g=32,row_g2=32 row_items=16 row_minb=8"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
     timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \

@@ -986,6 +986,19 @@ static void plan_storage(const sf_program *p, sf_cuda_plan *pl, const bool *fuse
     free(is_out);
 }
 
+int sf_cg_tune(const char *key, int def) {
+    const char *env = getenv("SCANFUSE_CUDA_TUNE");
+    if (!env) return def;
+    size_t kl = strlen(key);
+    for (const char *p = env; *p;) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == '=') return atoi(p + kl + 1);
+        const char *c = strchr(p, ',');
+        if (!c) break;
+        p = c + 1;
+    }
+    return def;
+}
+
 static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const bool *fused,
                                 int *bad_seg, char *msg, size_t msglen) {
     const scanfuse_fusion *f = p->fusion;
@@ -996,6 +1009,8 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     pl->may_fail = false;
     sf_buf src = {0};
     sf_buf_printf(&src, "#define SF_MAXOPS %d\n", SF_CUDA_MAXOPS);
+    /* the look-back's first back-off sleep (ns; 0: spin) */
+    sf_buf_printf(&src, "#define SF_WAIT_NS %du\n", sf_cg_tune("lb_wait_ns", 32));
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");

@@ -177,6 +177,9 @@ struct sf_cg_ectx {
 const char *sf_cg_sfx(scanfuse_dtype dt);
 const char *sf_cg_ctype(scanfuse_dtype dt);
 const char *sf_cg_rawtype(scanfuse_dtype dt);
+/* A tuning knob from SCANFUSE_CUDA_TUNE="key=value,..." (benchmarks; the knobs change
+ * the generated source and so the cache key), def when absent. */
+int sf_cg_tune(const char *key, int def);
 /* Appends an expression converting compute value x of dtype `from` to dtype `to`, as a
  * cast does (docs/OPS.md). */
 void sf_cg_conv(sf_buf *b, scanfuse_dtype from, scanfuse_dtype to, const char *x);

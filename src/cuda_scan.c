@@ -37,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=6,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=6,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32"
  * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -45,19 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int tune(const char *key, int def) {
-    const char *env = getenv("SCANFUSE_CUDA_TUNE");
-    if (!env) return def;
-    size_t kl = strlen(key);
-    for (const char *p = env; *p;) {
-        if (strncmp(p, key, kl) == 0 && p[kl] == '=') return atoi(p + kl + 1);
-        const char *c = strchr(p, ',');
-        if (!c) break;
-        p = c + 1;
-    }
-    return def;
-}
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
@@ -445,7 +432,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     sf_buf *src = g->src;
     bool excl = n->a.exclusive;
     int sms = g->sms > 0 ? g->sms : 132;
-    int warp_max = tune("warp_max", sk.tsize > 8 ? 512 : 1024);
+    int warp_max = sf_cg_tune("warp_max", sk.tsize > 8 ? 512 : 1024);
     if (inner == 1 && len <= warp_max) {
         k->kind = SF_CUK_SCAN_WARP;
         int items = pow2_at_least(ceil_div(len, 32));
@@ -462,11 +449,11 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * thread: fewer, larger tiles measured 10-15 % faster on the H200 for float32,
          * bfloat16, int64 and int32->int64 (bench/NOTES.md); single-tile rows keep 16,
          * which fills the block for rows of 4096 */
-        int items = tune("row_items", 0);
+        int items = sf_cg_tune("row_items", 0);
         if (items <= 0) items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 32 : 16;
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
          * most G-1 + G2-1 aggregates in one round; one chain link per G*G2 tiles */
-        int gsz = tune("row_g", 128), g2 = tune("row_g2", 128);
+        int gsz = sf_cg_tune("row_g", 128), g2 = sf_cg_tune("row_g2", 128);
         if (gsz > 128) gsz = 128;
         if (gsz < 1) gsz = 1;
         if (g2 > 128) g2 = 128;
@@ -488,8 +475,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* row_keep=1 (off: measured slower on the H200, 0.35 against 0.43 for 1-D
          * float32, bench/NOTES.md): the tile's steps stay in registers between the
          * passes instead of being read again */
-        bool keep = tune("row_keep", 0) == 1;
-        int minb = tune("row_minb", keep ? 3 : lb ? 6 : 4);
+        bool keep = sf_cg_tune("row_keep", 0) == 1;
+        int minb = sf_cg_tune("row_minb", keep ? 3 : lb ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
         /* strips of V steps a lane: one 16-byte access for the widest input operand */
@@ -501,7 +488,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       minb, ki, io, io, items, vec, gsz, g2, lb ? "true" : "false",
                       excl ? "true" : "false", keep ? "true" : "false", (long long)rows,
                       (long long)len, (long long)tpr);
-    } else if (tune("col_block", 0) == 1 && len <= 65536) {
+    } else if (sf_cg_tune("col_block", 0) == 1 && len <= 65536) {
         /* col_block=1 (an experiment, off by default): one block per 8 columns, 64 row
          * groups, no look-back (sf_col_block_scan); on the H200 [2048, 128] dim 0 23.6 us
          * a CLI call against 16.2 for the column tiles, [4096, 4096] dim 0 0.45 against
@@ -522,7 +509,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int es = widest_input(g->f, k);
         int w = es >= 4 ? 32 : es == 2 ? 64 : 128;
         int rg = 256 / w;
-        int l = tune("col_l", 0);
+        int l = sf_cg_tune("col_l", 0);
         if (l <= 0) {
             /* 16 steps a thread (8 for 16-byte states); 8 where 16 leaves fewer than two
              * tiles an SM (fewer than 8 measured slower: [2048, 128] 22.7 us at 2 steps,
@@ -536,7 +523,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t ntiles = nchunks * ncb;
         /* up to 64 chunks: one group (a tile folds every earlier aggregate of its
          * columns in one round); else groups of 32 in super-groups of 32 */
-        int gsz = tune("col_g", 0), g2 = tune("col_g2", 0);
+        int gsz = sf_cg_tune("col_g", 0), g2 = sf_cg_tune("col_g2", 0);
         if (gsz <= 0) gsz = nchunks <= 64 ? (int)pow2_at_least(nchunks) : 32;
         if (g2 <= 0) g2 = nchunks <= 64 ? 1 : 32;
         if (gsz > 64) gsz = 64;

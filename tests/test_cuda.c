@@ -714,7 +714,7 @@ static void build_coverage(void) {
         out(p, "x", T_EXACT);
         out(p, "y", T_EXACT);
         finish(p);
-        p->tune = "row_g=2,row_g2=2,row_items=1,col_g=2,col_g2=2,col_l=1";
+        p->tune = "row_g=2,row_g2=2,row_items=1,col_g=2,col_g2=2,col_l=1,lb_wait_ns=0";
     }
     {
         prog *p = newprog(); /* column scans in one block (col_block=1) */
