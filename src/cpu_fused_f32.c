@@ -7,12 +7,6 @@
  */
 #include "cpu.h"
 
-/* No contraction of a * b + c into a fused multiply-add: the bytes must be the generic
- * kernels' (GCC does not contract in ISO C mode; clang does unless told). */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 #include <math.h>
 #include <string.h>
 
