@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""ncu_stalls.py — summarize Nsight Compute's source page (--page source --print-source
+sass --csv) of one kernel: the SASS instructions with the most warp-stall samples, and
+the samples summed by opcode, so a device run's log says where the warps wait.
+    python3 bench/ncu_stalls.py ncu_src.csv [top]
+The CSV's column names differ between Nsight Compute versions: the sample columns are
+found by name ("Sampling"), the instruction text by "Source"."""
+import csv
+import sys
+
+
+def main():
+    path = sys.argv[1]
+    top = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    lines = open(path, errors="replace").read().splitlines()
+    start = next((i for i, l in enumerate(lines) if '"Source"' in l or l.startswith('"Address"')), None)
+    if start is None:
+        print("ncu_stalls: no source table in", path)
+        print("\n".join(lines[:20]))
+        return
+    rows = list(csv.reader(lines[start:]))
+    head = rows[0]
+    src = next((i for i, h in enumerate(head) if h == "Source"), None)
+    samp = [i for i, h in enumerate(head) if "Sampling" in h]
+    if src is None or not samp:
+        print("ncu_stalls: columns", head)
+        return
+    print("sample columns:", [head[i] for i in samp])
+    other = [i for i, h in enumerate(head) if i not in samp and i != src]
+
+    def num(s):
+        try:
+            return float(s.replace(",", ""))
+        except ValueError:
+            return 0.0
+
+    data = []
+    for r in rows[1:]:
+        if len(r) <= max(samp + [src]):
+            continue
+        data.append((num(r[samp[0]]), [num(r[i]) for i in samp], r[src].strip(), r))
+    total = sum(d[0] for d in data) or 1.0
+    print("instructions %d, samples %d" % (len(data), total))
+    print("top instructions by %s:" % head[samp[0]])
+    for s, ss, text, r in sorted(data, key=lambda d: -d[0])[:top]:
+        print("  %5.1f%%  %-60s %s" % (100 * s / total, text[:60], " ".join("%g" % x for x in ss)))
+    by_op = {}
+    for s, _, text, _ in data:
+        op = text.split()[0] if text else "?"
+        if op.startswith("@"):
+            op = text.split()[1] if len(text.split()) > 1 else op
+        op = op.split(".")[0]
+        by_op[op] = by_op.get(op, 0) + s
+    print("samples by opcode:")
+    for op, s in sorted(by_op.items(), key=lambda kv: -kv[1])[:15]:
+        print("  %5.1f%%  %s" % (100 * s / total, op))
+    # per-reason columns when present (names like "stall_long_sb")
+    reasons = [i for i in other if head[i].lower().startswith("stall") or "Stall" in head[i]]
+    if reasons:
+        sums = [(head[i], sum(num(r[i]) for r in rows[1:] if len(r) > i)) for i in reasons]
+        print("stall columns:", ", ".join("%s %g" % kv for kv in sorted(sums, key=lambda kv: -kv[1])[:10]))
+
+
+if __name__ == "__main__":
+    main()
