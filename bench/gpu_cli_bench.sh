@@ -43,21 +43,21 @@ printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(m
 cp examples/moe_routing.sf "$D/moe_routing.sf"
 cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
-case " $* " in *" tune "*) tunes=${TUNES:-"lb_poll=1 lb_done=1 lb_poll=1,lb_done=1,lb_wait_ns=0 lb_wait_ns=0 row_g=32,row_g2=32 row_minb=8"} ;; *) tunes="" ;; esac
+case " $* " in *" tune "*) tunes=${TUNES:-"row_minb=6 row_items=16 lb_poll=1 lb_done=1 lb_poll=1,lb_done=1,lb_wait_ns=0 row_keep=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
-    timeout 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
         --launch-skip 2 --launch-count 1 \
         "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_scan.txt" 2>&1
     echo "ncu: exit $?"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$OUT/ncu_scan.txt" | head -8
     # warp-stall samples per SASS instruction of the same kernel: where the tiles wait
-    timeout 120 ncu --section SourceCounters --section WarpStateStats --launch-skip 2 --launch-count 1 \
+    timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats --launch-skip 2 --launch-count 1 \
         --page source --print-source sass --csv \
         "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_src.csv" 2>&1
     echo "ncu source: exit $?"
     python3 bench/ncu_stalls.py "$OUT/ncu_src.csv" 2>&1 | head -40
-    timeout 120 ncu --section SpeedOfLight "$S" run examples/moe_routing.sf --device cuda > "$OUT/ncu_moe.txt" 2>&1
+    timeout 120 ncu --clock-control none --section SpeedOfLight "$S" run examples/moe_routing.sf --device cuda > "$OUT/ncu_moe.txt" 2>&1
     echo "ncu moe: exit $?"
     python3 - "$OUT/ncu_moe.txt" <<'PY'
 import re, sys
@@ -85,7 +85,7 @@ done
 coltunes=""
 [ -n "$tunes" ] && coltunes=${COLTUNES:-"col_block=1 col_l=8"}
 for tv in $tunes $coltunes; do
-    cases="1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28"
+    cases=${TUNE_CASES:-"1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28"}
     case "$tv" in col_*) cases="f32_2048x128_d0 f32_8192x256_d0 f32_4096x4096_d0 bf16_4096x4096_d0" ;; esac
     for c in $cases; do
         line=$(SCANFUSE_CUDA_TUNE=$tv timeout 120 "$S" bench "$D/$c.sf" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {

@@ -37,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=6,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_poll=0,lb_done=0"
  * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -259,20 +259,23 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         for (int w = 0; w < 2; w++) {
             bool isst = w == 1;
             uint32_t ops = isst ? st_ops : ld_ops;
+            /* CK = false: the caller has checked the whole span with fast_span, so the
+             * accesses are straight-line code (no branch between one strip's load and
+             * the next: the compiler can issue a tile's loads together) */
             if (!isst)
-                sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items(const sf_args& a, const B& b, i64 len, i64 t0, T (&v)[N]) {\n");
+                sf_buf_puts(src, "template <int N, bool CK = true> static __device__ __forceinline__ void ld_items(const sf_args& a, const B& b, i64 len, i64 t0, T (&v)[N]) {\n");
             else
-                sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void st_items(const sf_args& a, const B& b, i64 len, i64 t0, const T (&v)[N]) {\n");
-            sf_buf_printf(src, "const i64 plo = %s;\nbool fast = t0 + N <= len;\n", rev ? "len - t0 - N" : "t0");
+                sf_buf_puts(src, "template <int N, bool CK = true> static __device__ __forceinline__ void st_items(const sf_args& a, const B& b, i64 len, i64 t0, const T (&v)[N]) {\n");
+            sf_buf_printf(src, "const i64 plo = %s;\nbool fast = !CK || t0 + N <= len;\n", rev ? "len - t0 - N" : "t0");
             for (int op = 0; op < k->nops; op++) {
                 if (!(ops >> op & 1u)) continue;
                 const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
                 sf_buf_printf(src, "%s* q%d = (%s*)a.ptr[%d] + (b.o[%d] + plo);\n", raw, op, raw, op, op);
                 if (k->ops[op].out) /* outputs: contiguous and aligned */
-                    sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d);\n", op,
+                    sf_buf_printf(src, "fast = fast && (!CK || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n", op,
                                   dim, raw, op);
                 else /* inputs: also broadcast along the scan (stride 0: one element) */
-                    sf_buf_printf(src, "fast = fast && (a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n",
+                    sf_buf_printf(src, "fast = fast && (!CK || a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n",
                                   op, dim, op, dim, raw, op);
             }
             sf_buf_puts(src, "if (fast) {\n");
@@ -302,6 +305,25 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             else
                 sf_buf_puts(src, "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) if (t0 + k < len) st(a, b, len, t0 + k, v[k]);\n}\n}\n");
         }
+        /* Whether strips of N steps starting at t0, t0 + stride, ..., t0 + (count-1) *
+         * stride are all in range and take the vector path: every operand used is
+         * contiguous (or broadcast, for inputs) and aligned at t0; stride is a multiple
+         * of N, so the alignment holds for every strip. */
+        sf_buf_puts(src, "template <int N> static __device__ __forceinline__ bool fast_span(const sf_args& a, const B& b, i64 len, i64 t0, i64 stride, int count) {\n");
+        sf_buf_printf(src, "const i64 tl = t0 + (i64)(count - 1) * stride;\nif (tl + N > len) return false;\nconst i64 plo = %s;\nbool fast = true;\n",
+                      rev ? "len - tl - N" : "t0");
+        uint32_t all = ld_ops | st_ops;
+        for (int op = 0; op < k->nops; op++) {
+            if (!(all >> op & 1u)) continue;
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            if (k->ops[op].out)
+                sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                              op, dim, raw, raw, op, op);
+            else
+                sf_buf_printf(src, "fast = fast && (a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo))));\n",
+                              op, dim, op, dim, raw, raw, op, op);
+        }
+        sf_buf_puts(src, "return fast;\n}\n");
         sf_buf_puts(src, "};\n");
     }
     free(ldb.data);
@@ -450,7 +472,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bfloat16, int64 and int32->int64 (bench/NOTES.md); single-tile rows keep 16,
          * which fills the block for rows of 4096 */
         int items = sf_cg_tune("row_items", 0);
-        if (items <= 0) items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 32 : 16;
+        if (items <= 0) {
+            items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 32 : 16;
+            /* at most 8 strips a thread (16-byte accesses of the widest input): each
+             * strip keeps a state across the look-back, and more spill */
+            int v16 = 16 / widest_input(g->f, k);
+            if (items > 8 * v16) items = 8 * v16;
+        }
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
          * most G-1 + G2-1 aggregates in one round; one chain link per G*G2 tiles */
         int gsz = sf_cg_tune("row_g", 128), g2 = sf_cg_tune("row_g2", 128);
@@ -470,13 +498,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * sk.tsize;
         }
-        /* blocks an SM should hold (the register budget): with the look-back a thread
-         * holds only its running state across the wait, so more tiles fit in flight */
         /* row_keep=1 (off: measured slower on the H200, 0.35 against 0.43 for 1-D
          * float32, bench/NOTES.md): the tile's steps stay in registers between the
          * passes instead of being read again */
         bool keep = sf_cg_tune("row_keep", 0) == 1;
-        int minb = sf_cg_tune("row_minb", keep ? 3 : lb ? 6 : 4);
+        /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
+         * states kept across the look-back fit without spills (6 spilled) */
+        int minb = sf_cg_tune("row_minb", keep ? 3 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
         /* strips of V steps a lane: one 16-byte access for the widest input operand */

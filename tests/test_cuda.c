@@ -34,7 +34,9 @@
  * reference).  SF_CUDA_TEST_BIG=1 adds a cumsum over 2^31 + 7 uint8 elements into int32
  * (10.6 GB of device memory), checked element by element.
  *
- * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text contains TEXT;
+ * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text contains TEXT
+ * (several: A|B|C; the bad-tensor, determinism and big checks then run only with
+ * SF_CUDA_TEST_EXTRAS=1);
  * SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
  * (warms the kernel cache, e.g. SCANFUSE_CACHE_DIR, for a later GPU run).
  */
@@ -798,7 +800,24 @@ static void build_coverage(void) {
 /* Part A: every program generated and compiled by NVRTC                              */
 /* ---------------------------------------------------------------------------------- */
 
-static bool wanted(const prog *p) { return !filter || strstr(p->text, filter) != NULL; }
+/* SF_CUDA_TEST_FILTER: substrings separated by '|'; a program is wanted if its text
+ * contains any of them. */
+static bool wanted(const prog *p) {
+    if (!filter) return true;
+    for (const char *f = filter; *f;) {
+        const char *bar = strchr(f, '|');
+        size_t n = bar ? (size_t)(bar - f) : strlen(f);
+        char sub[128];
+        if (n > 0 && n < sizeof sub) {
+            memcpy(sub, f, n);
+            sub[n] = 0;
+            if (strstr(p->text, sub)) return true;
+        }
+        if (!bar) break;
+        f = bar + 1;
+    }
+    return false;
+}
 
 /* Compiles a program for `device` (tune knobs applied; single-threaded callers only) */
 static scanfuse_program *compile_prog(const char *text, scanfuse_device device, int fuse,
@@ -1443,7 +1462,9 @@ static void part_b(void) {
     printf("part B: %d programs, %lld runs, %lld elements compared in %.1f s\n", run, n_cases_run,
            n_compared, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
     if (summary_len) printf("part B: failing programs (first failure each):\n%s", summary);
-    if (!filter) {
+    /* a filtered run skips these unless SF_CUDA_TEST_EXTRAS=1 */
+    const char *x = getenv("SF_CUDA_TEST_EXTRAS");
+    if (!filter || (x && strcmp(x, "1") == 0)) {
         bad_tensors();
         determinism();
         const char *b = getenv("SF_CUDA_TEST_BIG");

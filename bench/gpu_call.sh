@@ -1,0 +1,40 @@
+#!/bin/bash
+# gpu_call.sh — one device call: unpack a kernel cache warmed on the build machine (if
+# carried), then run the named stages of bench/gpu_run.sh and bench/gpu_cli_bench.sh,
+# each under its own time limit, and pack every log and JSON into one archive in $OUT
+# (the device tool returns at most 8 files).  Usage, on the GPU machine:
+#   bench/gpu_call.sh "test cli" [cli args: profile tune]
+# Stage "build": build only; "test": build + test_cuda + every example on cuda;
+# "examples": every example on cuda, checked; "probe": bench/gpu_probe_rows.py; "python":
+# pytest + samples; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
+# (PyTorch side by side).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+FINAL=${OUT:-$PWD/gpu_out}
+export OUT=$FINAL/work
+mkdir -p "$OUT"
+stages=$1; shift || true
+if [ -f build-cudacache.tar.xz ]; then
+    t0=$(date +%s); tar xJf build-cudacache.tar.xz && echo "cache unpacked: $(ls build-cudacache | wc -l) images in $(( $(date +%s) - t0 )) s"
+fi
+export SCANFUSE_CACHE_DIR=$PWD/build-cudacache
+for s in $stages; do
+    t0=$(date +%s)
+    case $s in
+        test) SF_CUDA_TEST_BIG=${SF_CUDA_TEST_BIG:-0} TEST_TIMEOUT=${TEST_TIMEOUT:-240} bash bench/gpu_run.sh test ;;
+        python) bash bench/gpu_run.sh python ;;
+        bench) bash bench/gpu_run.sh bench ;;
+        build) bash bench/gpu_run.sh none ;;
+        probe) timeout ${PROBE_TIMEOUT:-150} python3 bench/gpu_probe_rows.py --json "$OUT/probe_rows.jsonl" ;;
+        examples) for ex in examples/*.sf; do
+                      if timeout 60 build-gpu/scanfuse run "$ex" --device cuda --check > "$OUT/example.log" 2>&1; then
+                          echo "example $ex on cuda: ok"
+                      else echo "example $ex on cuda: FAILED"; tail -5 "$OUT/example.log"; fi
+                  done ;;
+        cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
+             timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
+    esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}
+    echo "== stage $s: $(( $(date +%s) - t0 )) s"
+done
+tar czf "$FINAL/results.tgz" -C "$OUT" . && cp "$OUT"/*.jsonl "$FINAL"/ 2>/dev/null
+ls -la "$FINAL"
