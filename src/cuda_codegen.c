@@ -1011,9 +1011,8 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_MAXOPS %d\n", SF_CUDA_MAXOPS);
     /* the look-back's first back-off sleep (ns; 0: spin) */
     sf_buf_printf(&src, "#define SF_WAIT_NS %du\n", sf_cg_tune("lb_wait_ns", 32));
-    /* experiments (bench/NOTES.md): relaxed polls with one acquire; no fence when done */
-    sf_buf_printf(&src, "#define SF_LB_POLL %d\n#define SF_LB_DONE %d\n", sf_cg_tune("lb_poll", 0),
-                  sf_cg_tune("lb_done", 0));
+    /* experiment (bench/NOTES.md): no fence when a look-back tile is done */
+    sf_buf_printf(&src, "#define SF_LB_DONE %d\n", sf_cg_tune("lb_done", 0));
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");

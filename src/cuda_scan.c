@@ -37,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_poll=0,lb_done=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0"
  * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -496,7 +496,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             int64_t ngr = rows * ceil_div(tpr, gsz), nsup = rows * ceil_div(tpr, (int64_t)gsz * g2);
             int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
-            k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * sk.tsize;
+            /* the header, then every state as self-validating words (8 bytes per 4) */
+            k->scratch_bytes = 16 + nst * 2 * sk.tsize;
         }
         /* row_keep=1 (off: measured slower on the H200, 0.35 against 0.43 for 1-D
          * float32, bench/NOTES.md): the tile's steps stay in registers between the
@@ -565,7 +566,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             int64_t nsup = ncb * ceil_div(nchunks, (int64_t)gsz * g2);
             int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
-            k->scratch_bytes = 16 + (4 * nst + 15) / 16 * 16 + nst * w * sk.tsize;
+            k->scratch_bytes = 16 + nst * w * 2 * sk.tsize; /* self-validating words */
         }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
