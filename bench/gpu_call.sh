@@ -5,7 +5,8 @@
 # (the device tool returns at most 8 files).  Usage, on the GPU machine:
 #   bench/gpu_call.sh "test cli" [cli args: profile tune]
 # Stage "build": build only; "test": build + test_cuda + every example on cuda;
-# "examples": every example on cuda, checked; "probe": bench/gpu_probe_rows.py; "python":
+# "cudatest": test_cuda alone (SF_CUDA_TEST_FILTER / _EXTRAS apply); "examples": every
+# example on cuda, checked; "probe": bench/gpu_probe_rows.py; "python":
 # pytest + samples; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
 # (PyTorch side by side).
 set -uo pipefail
@@ -25,6 +26,9 @@ for s in $stages; do
         python) bash bench/gpu_run.sh python ;;
         bench) bash bench/gpu_run.sh bench ;;
         build) bash bench/gpu_run.sh none ;;
+        cudatest) (cd build-gpu && timeout ${TEST_TIMEOUT:-240} ./test_cuda) > "$OUT/test_cuda.log" 2>&1
+                  echo "test_cuda: exit $?"
+                  grep -E "^(part|SKIP|FAIL|determinism|big|test_cuda)" "$OUT/test_cuda.log" | head -40 ;;
         probe) timeout ${PROBE_TIMEOUT:-150} python3 bench/gpu_probe_rows.py --json "$OUT/probe_rows.jsonl" ;;
         examples) for ex in examples/*.sf; do
                       if timeout 60 build-gpu/scanfuse run "$ex" --device cuda --check > "$OUT/example.log" 2>&1; then
