@@ -1140,7 +1140,8 @@ static void emit_setup(sf_cg *g, int ni) {
     int kind = pl->vkind[v];
     int saved = g->seg;
     g->seg = -1;
-    if (sf_value_numel(res) > 0) {
+    /* (a view without memory is remapped by the kernels that read it) */
+    if (sf_value_numel(res) > 0 && kind != SF_CUV_INTERNAL) {
         if (n->op == SF_OP_reshape) {
             sf_cuda_kernel *k = elem_kernel(g, ni, res->ndim, res->shape);
             k->reshape_copy = true;

@@ -392,6 +392,46 @@ static shp S2(int64_t a, int64_t b) { shp r = {2, {a, b}}; return r; }
 static shp S3(int64_t a, int64_t b, int64_t c) { shp r = {3, {a, b, c}}; return r; }
 static shp S0(void) { shp r = {0, {0}}; return r; }
 
+/* Gathers that fuse into pointwise, scan and reduction kernels (the emitter computes
+ * them inline; a stored one gets its own kernel, index_select a row-gather kernel):
+ *  0, 1  the MoE combine of examples/moe_routing.sf at small sizes: k = 1 with bfloat16
+ *        rows of odd length (the row gather's element path), k = 3 with float32 rows (its
+ *        16-byte path; permuted is internal: the combine composes both indices)
+ *  2     take_along_dim in a reduction's prologue, index not provably in range (a check
+ *        kernel, the load clamped)
+ *  3     the combine with unproven token and inverse indices (two checks; composed)
+ *  4     gather in a cumsum's prologue, and gather / flat take_along_dim in a pointwise
+ *        segment
+ * gather_irange: the valid range of each index input of programs 2..4 (0: not an index). */
+static const char *const gather_progs[] = {
+    "input logits: float32[64, 8]\ninput hidden: bfloat16[64, 1001]\n"
+    "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+    "pairs = reshape(expert, [64])\nperm = argsort(pairs, stable=true)\n"
+    "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "expert_out = take_along_dim(reshape(permuted, [64, 1, 1001]), reshape(inverse, [64, 1, 1]), dim=0)\n"
+    "out = cast(sum(mul(expert_out, reshape(score, [64, 1, 1])), dim=1), bfloat16)\n"
+    "output permuted, out\n",
+    "input logits: float32[40, 8]\ninput hidden: float32[40, 264]\n"
+    "top, expert = topk(logits, 3, dim=1)\nscore = sigmoid(top)\n"
+    "pairs = reshape(expert, [120])\nperm = argsort(pairs, stable=true)\n"
+    "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 3)\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "expert_out = take_along_dim(reshape(permuted, [120, 1, 264]), reshape(inverse, [40, 3, 1]), dim=0)\n"
+    "out = sum(mul(expert_out, reshape(score, [40, 3, 1])), dim=1)\n"
+    "output score, out\n",
+    "input x: float32[50, 300]\ninput i: int64[50, 4]\n"
+    "g = take_along_dim(x, i, dim=1)\ns = sum(mul(g, 2.5), dim=1)\noutput s\n",
+    "input hidden: float32[40, 264]\ninput token: int64[120]\ninput inv: int64[40, 3]\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "e = take_along_dim(reshape(permuted, [120, 1, 264]), reshape(inv, [40, 3, 1]), dim=0)\n"
+    "s = sum(e, dim=1)\noutput s\n",
+    "input x: bfloat16[8, 1000]\ninput i: int32[8, 1000]\ninput z: float32[1000]\n"
+    "c = cumsum(gather(x, 1, i), dim=1)\ny = add(gather(x, 1, i), z)\n"
+    "w = take_along_dim(x, i)\noutput c, y, w\n",
+};
+static const int64_t gather_irange[3][MAXIN] = {{0, 300}, {0, 40, 120}, {0, 1000}};
+
 static void build_programs(void) {
     const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
                                   SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
@@ -614,6 +654,36 @@ static void build_programs(void) {
         if (i == 2 || i == 5) p->tol[1] = T_ULP1;
         if (i == 5) p->tol[p->nout - 1] = T_ULP1;
     }
+    /* gathers computed inline in fused kernels (cuda_codegen.c value_gather) */
+    {
+        prog *q = prog_raw(gather_progs[0], T_EXACT); /* the MoE combine, k = 1 */
+        q->tol[1] = T_ULP1;
+        q = prog_raw(gather_progs[1], T_ULP1); /* k = 3 */
+        /* unproven indices, in range: every index input in its valid range */
+        for (int i = 2; i < 5; i++) {
+            q = prog_raw(gather_progs[i], T_EXACT);
+            q->tol[0] = T_ULP1; /* the sum, the cumsum */
+            for (int j = 0; j < MAXIN; j++)
+                if (gather_irange[i - 2][j] > 0) {
+                    q->gen[j] = G_INDEX;
+                    q->irange[j] = gather_irange[i - 2][j];
+                }
+        }
+        /* bad indices: the reference's error and message, outputs untouched
+         * (program, input, range that includes bad values) */
+        const int64_t bad[4][3] = {{2, 1, 400}, {3, 1, 50}, {3, 2, 130}, {4, 1, 1001}};
+        for (int i = 0; i < 4; i++) {
+            int w = (int)bad[i][0];
+            q = prog_raw(gather_progs[w], T_EXACT);
+            for (int j = 0; j < MAXIN; j++)
+                if (gather_irange[w - 2][j] > 0) {
+                    q->gen[j] = G_INDEX;
+                    q->irange[j] = gather_irange[w - 2][j];
+                }
+            q->irange[bad[i][1]] = bad[i][2];
+            q->expect = SCANFUSE_ERROR_VALUE;
+        }
+    }
     /* run-time errors */
     prog *p = prog_raw("input x0: int32[5, 8]\ninput x1: int32[5, 8]\n"
                        "r = remainder(x0, x1)\nc = cumsum(r, dim=1)\noutput c, r\n", T_EXACT);
@@ -786,6 +856,8 @@ static void build_coverage(void) {
         buf[n] = '\0';
         prog_raw(buf, T_EXACT);
     }
+    /* gathers fused into pointwise, scan and reduction kernels */
+    for (size_t i = 0; i < sizeof gather_progs / sizeof gather_progs[0]; i++) prog_raw(gather_progs[i], T_EXACT);
     /* move them out of the sweep list */
     ncovs = nprogs - saved_n;
     covs = malloc((size_t)(ncovs > 0 ? ncovs : 1) * sizeof *covs);
