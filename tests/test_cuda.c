@@ -402,7 +402,9 @@ static shp S0(void) { shp r = {0, {0}}; return r; }
  *  3     the combine with unproven token and inverse indices (two checks; composed)
  *  4     gather in a cumsum's prologue, and gather / flat take_along_dim in a pointwise
  *        segment
- * gather_irange: the valid range of each index input of programs 2..4 (0: not an index). */
+ *  5     a reshape that regroups the gathered rows (the view remapped through the flat
+ *        index), unproven indices
+ * gather_irange: the valid range of each index input of programs 2..5 (0: not an index). */
 static const char *const gather_progs[] = {
     "input logits: float32[64, 8]\ninput hidden: bfloat16[64, 1001]\n"
     "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
@@ -429,8 +431,12 @@ static const char *const gather_progs[] = {
     "input x: bfloat16[8, 1000]\ninput i: int32[8, 1000]\ninput z: float32[1000]\n"
     "c = cumsum(gather(x, 1, i), dim=1)\ny = add(gather(x, 1, i), z)\n"
     "w = take_along_dim(x, i)\noutput c, y, w\n",
+    "input hidden: float32[100, 264]\ninput token: int64[300]\ninput inv: int64[100, 1]\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "e = take_along_dim(reshape(permuted, [300, 4, 66]), reshape(inv, [100, 1, 1]), dim=0)\n"
+    "s = sum(e, dim=1)\noutput s\n",
 };
-static const int64_t gather_irange[3][MAXIN] = {{0, 300}, {0, 40, 120}, {0, 1000}};
+static const int64_t gather_irange[4][MAXIN] = {{0, 300}, {0, 40, 120}, {0, 1000}, {0, 100, 300}};
 
 static void build_programs(void) {
     const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
@@ -483,7 +489,7 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 1, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
+    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 0, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
@@ -660,7 +666,7 @@ static void build_programs(void) {
         q->tol[1] = T_ULP1;
         q = prog_raw(gather_progs[1], T_ULP1); /* k = 3 */
         /* unproven indices, in range: every index input in its valid range */
-        for (int i = 2; i < 5; i++) {
+        for (int i = 2; i < 6; i++) {
             q = prog_raw(gather_progs[i], T_EXACT);
             q->tol[0] = T_ULP1; /* the sum, the cumsum */
             for (int j = 0; j < MAXIN; j++)
@@ -671,8 +677,8 @@ static void build_programs(void) {
         }
         /* bad indices: the reference's error and message, outputs untouched
          * (program, input, range that includes bad values) */
-        const int64_t bad[4][3] = {{2, 1, 400}, {3, 1, 50}, {3, 2, 130}, {4, 1, 1001}};
-        for (int i = 0; i < 4; i++) {
+        const int64_t bad[5][3] = {{2, 1, 400}, {3, 1, 50}, {3, 2, 130}, {4, 1, 1001}, {5, 2, 310}};
+        for (int i = 0; i < 5; i++) {
             int w = (int)bad[i][0];
             q = prog_raw(gather_progs[w], T_EXACT);
             for (int j = 0; j < MAXIN; j++)
