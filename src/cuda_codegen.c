@@ -8,8 +8,10 @@
  * (where the code stands in a kernel's iteration space), it brings any value into a
  * local: by loading an operand, by computing an inline constant from the coordinates, by
  * applying a pointwise node's expression template to its inputs (recursively, for the
- * nodes of the segment being emitted), or from the state of the segment's scan or
- * reduction.  Pointwise segments are one element-wise kernel built from it; scans and
+ * nodes of the segment being emitted), by computing a gather of the segment from its
+ * index and its source at remapped coordinates (recursively too: gathers of gathers
+ * compose their indices, views of them are remapped), or from the state of the
+ * segment's scan or reduction.  Pointwise segments are one element-wise kernel built from it; scans and
  * reductions (cuda_scan.c) call it in their load (prologue) and store (epilogue) hooks;
  * opaque ops (matmul, pad, triu/tril, index and sort ops) have templates of their own.
  *
@@ -25,7 +27,9 @@
  *    strides, so one compiled image serves every layout;
  *  - every iteration space and every index is 64-bit;
  *  - a value is computed by exactly one kernel and written at most once per run; values
- *    internal to a fused kernel never touch memory.
+ *    internal to a fused kernel never touch memory (a gather of a fused segment that
+ *    something else reads is written by a kernel of its own, not by the fused kernel,
+ *    whose iteration space is not the gather's).
  */
 #include "cuda_codegen.h"
 

@@ -21,7 +21,9 @@
  *
  * A segment (sf.h) becomes one kernel when the emitter can fuse it (its compute nodes'
  * values stay in registers; only its outputs touch memory); otherwise its compute nodes
- * run one kernel each, and then every value they produce has memory.
+ * run one kernel each, and then every value they produce has memory.  A fused segment's
+ * gathers that something else reads (an output, a later segment) also run a kernel of
+ * their own before the fused one, and unproven indices a check kernel.
  */
 #ifndef SF_CUDA_CODEGEN_H
 #define SF_CUDA_CODEGEN_H

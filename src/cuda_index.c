@@ -10,6 +10,10 @@
  * it ("gather: index 7 is out of range (dim 1 has size 5)").  The op's own kernels clamp
  * indices, so nothing is read or written out of bounds, and the run writes no output.
  *
+ * Gathers of fused segments are computed inline by the emitter (cuda_codegen.c); the
+ * kernels here serve the gathers something reads from memory.  index_select moves whole
+ * rows (emit_row_gather).
+ *
  * Determinism: scatter computes every destination element from the index elements that
  * can reach it, in row-major order (the last write wins; reduce=add sums in that order
  * starting from x's value, in double for floats, rounded once); bincount counts with
