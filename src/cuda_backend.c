@@ -419,6 +419,9 @@ static scanfuse_status exec_setup(cuda_run *r, int i) {
     int kind = pl->vkind[n->out[0]];
     const cuda_val *in0 = n->nin > 0 ? &r->vals[n->in[0]] : NULL;
     cuda_val *out0 = &r->vals[n->out[0]];
+    /* a view of a value computed inside a fused kernel (a gather the emitter computes
+     * inline, and the kernel remaps the view): no memory */
+    if (kind == SF_CUV_INTERNAL) return SCANFUSE_OK;
     if (in0) SF_ASSERT(in0->live);
     switch (n->op) {
     case SF_OP_expand: {

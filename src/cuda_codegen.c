@@ -8,8 +8,10 @@
  * (where the code stands in a kernel's iteration space), it brings any value into a
  * local: by loading an operand, by computing an inline constant from the coordinates, by
  * applying a pointwise node's expression template to its inputs (recursively, for the
- * nodes of the segment being emitted), or from the state of the segment's scan or
- * reduction.  Pointwise segments are one element-wise kernel built from it; scans and
+ * nodes of the segment being emitted), by computing a gather of the segment from its
+ * index and its source at remapped coordinates (recursively too: gathers of gathers
+ * compose their indices, views of them are remapped), or from the state of the
+ * segment's scan or reduction.  Pointwise segments are one element-wise kernel built from it; scans and
  * reductions (cuda_scan.c) call it in their load (prologue) and store (epilogue) hooks;
  * opaque ops (matmul, pad, triu/tril, index and sort ops) have templates of their own.
  *
@@ -25,7 +27,9 @@
  *    strides, so one compiled image serves every layout;
  *  - every iteration space and every index is 64-bit;
  *  - a value is computed by exactly one kernel and written at most once per run; values
- *    internal to a fused kernel never touch memory.
+ *    internal to a fused kernel never touch memory (a gather of a fused segment that
+ *    something else reads is written by a kernel of its own, not by the fused kernel,
+ *    whose iteration space is not the gather's).
  */
 #include "cuda_codegen.h"
 
@@ -371,8 +375,30 @@ int sf_cg_err_slot(sf_cg *g) {
 }
 
 bool sf_cg_stored(const sf_cg *g, int32_t v) {
-    int kind = g->pl->vkind[v];
-    return kind == SF_CUV_BUFFER;
+    if (g->pl->vkind[v] != SF_CUV_BUFFER) return false;
+    int p = g->f->values[v].producer;
+    return !(p >= 0 && g->in_seg[p] && sf_cg_is_gather(g->f->nodes[p].op));
+}
+
+static bool is_view_op(sf_op op) {
+    return op == SF_OP_reshape || op == SF_OP_expand || op == SF_OP_permute || op == SF_OP_slice;
+}
+
+/* The value a chain of views of v starts from. */
+static int32_t view_base(const scanfuse_fusion *f, int32_t v) {
+    for (;;) {
+        int p = f->values[v].producer;
+        if (p < 0 || !is_view_op(f->nodes[p].op)) return v;
+        v = f->nodes[p].in[0];
+    }
+}
+
+/* Is v a view of a gather of the group being emitted? */
+static bool view_of_seg_gather(const sf_cg *g, int32_t v) {
+    int p = g->f->values[v].producer;
+    if (p < 0 || !is_view_op(g->f->nodes[p].op)) return false;
+    int q = g->f->values[view_base(g->f, v)].producer;
+    return q >= 0 && g->in_seg[q] && sf_cg_is_gather(g->f->nodes[q].op);
 }
 
 /* Normalizes a compute expression to the values of dtype dt (rounding, wrapping). */
@@ -509,6 +535,205 @@ static void value_pointwise(sf_cg_ectx *e, const sf_node *n, int32_t v) {
     free(cv.data);
 }
 
+/* ---- gathers and views of them, computed inline ----
+ * A remapped context evaluates a value at coordinates that are local variables of the
+ * generated code (the source element of a gather, the input element of a view); its code
+ * goes in a block of its own, so its v<id> locals (the value at other coordinates) shadow
+ * the enclosing ones and never leak into them. */
+
+typedef struct remap_ctx {
+    char c[SF_MAX_DIMS][48]; /* coordinate expressions, one per dim of the value */
+} remap_ctx;
+
+static void remap_coord(sf_cg_ectx *e, int d, sf_buf *out) {
+    const remap_ctx *u = e->user;
+    sf_buf_puts(out, u->c[d]);
+}
+
+/* Offset of an OWN operand at the context's coordinates (broadcast right-aligned). */
+static void remap_off(sf_cg_ectx *e, int op, sf_buf *out) {
+    const remap_ctx *u = e->user;
+    const sf_value *fv = &e->g->f->values[e->k->ops[op].value];
+    int lead = e->ndim - fv->ndim;
+    bool any = false;
+    for (int j = 0; j < fv->ndim; j++) {
+        if (fv->shape[j] <= 1) continue;
+        sf_buf_printf(out, "%s%s * a.st[%d][%d]", any ? " + " : "", u->c[j + lead], op, j);
+        any = true;
+    }
+    if (!any) sf_buf_puts(out, "0");
+}
+
+/* Emits "{ <w at coordinates u> dst = v<w>; }" into e's code. */
+static void eval_at(sf_cg_ectx *e, int32_t w, remap_ctx *u, const char *dst) {
+    const scanfuse_fusion *f = e->g->f;
+    const sf_value *wv = &f->values[w];
+    uint8_t *done = sf_calloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), 1);
+    if (!done) { /* out of memory: the segment runs node by node */
+        e->overflow = true;
+        return;
+    }
+    sf_cg_ectx s;
+    memset(&s, 0, sizeof s);
+    s.g = e->g;
+    s.k = e->k;
+    s.b = e->b;
+    s.ndim = wv->ndim;
+    s.shape = wv->shape;
+    s.coord = remap_coord;
+    s.off = remap_off;
+    s.user = u;
+    s.done = done;
+    s.own = true;
+    sf_buf_puts(e->b, "{\n");
+    sf_cg_value(&s, w);
+    sf_buf_printf(e->b, "%s = v%d;\n}\n", dst, (int)w);
+    e->overflow |= s.overflow;
+    free(done);
+}
+
+/* Declares "const i64 <prefix><d>" = the coordinate of value v's dim d at e's element
+ * (0 along dims of size 1: v broadcasts into the context, right-aligned). */
+static void value_coords(sf_cg_ectx *e, const sf_value *fv, const char *prefix) {
+    int lead = e->ndim - fv->ndim;
+    SF_ASSERT(lead >= 0);
+    for (int d = 0; d < fv->ndim; d++) {
+        sf_buf_printf(e->b, "const i64 %s%d = ", prefix, d);
+        if (fv->shape[d] == 1) sf_buf_puts(e->b, "0");
+        else e->coord(e, d + lead, e->b);
+        sf_buf_puts(e->b, ";\n");
+    }
+}
+
+/* A gather node n of the segment (gather, take_along_dim, index_select; docs/OPS.md,
+ * as the reference's k_gather): its index at the element's coordinates, bounded, then
+ * its source at the coordinates with dim replaced by the index (the flat index for
+ * take_along_dim without dim).  An index that sf_int_range does not prove in range was
+ * checked by the segment's check kernel before this kernel runs (the reference's error
+ * and message); here it is clamped, so nothing is read out of bounds. */
+static void value_gather(sf_cg_ectx *e, const sf_node *n, int32_t v) {
+    const scanfuse_fusion *f = e->g->f;
+    const sf_value *yv = &f->values[v], *x = &f->values[n->in[0]], *ix = &f->values[n->in[1]];
+    sf_buf *b = e->b;
+    bool flat = n->op == SF_OP_take_along_dim && !n->a.has_dim;
+    int dim = (int)n->a.dim, nd = x->ndim;
+    int64_t size = sf_cg_gather_size(f, n, NULL, 0);
+    sf_buf_printf(b, "%s v%d;\n{\n", sf_cg_ctype(yv->dtype), (int)v);
+    char yp[24];
+    snprintf(yp, sizeof yp, "y%d_", (int)v);
+    value_coords(e, yv, yp);
+    /* the index of this element (coordinates in the index's own shape) */
+    remap_ctx ui;
+    memset(&ui, 0, sizeof ui);
+    if (n->op == SF_OP_index_select) {
+        if (ix->ndim > 0 && nd > 0) snprintf(ui.c[0], sizeof ui.c[0], "y%d_%d", (int)v, dim);
+        else if (ix->ndim > 0) snprintf(ui.c[0], sizeof ui.c[0], "0");
+    } else {
+        int lead = yv->ndim - ix->ndim; /* 0 (the ranks agree) */
+        for (int d = 0; d < ix->ndim; d++) {
+            if (ix->shape[d] == 1) snprintf(ui.c[d], sizeof ui.c[d], "0");
+            else snprintf(ui.c[d], sizeof ui.c[d], "y%d_%d", (int)v, d + lead);
+        }
+    }
+    char gi[24];
+    snprintf(gi, sizeof gi, "gi%d", (int)v);
+    sf_buf_printf(b, "i64 %s;\n", gi);
+    eval_at(e, n->in[1], &ui, gi);
+    if (size == 0) { /* every index is bad: the check kernel fails the run */
+        sf_buf_printf(b, "(void)%s;\nv%d = 0;\n}\n", gi, (int)v);
+        return;
+    }
+    int64_t lo, hi;
+    if (!(sf_int_range(f, n->in[1], &lo, &hi) && lo >= 0 && hi < size))
+        sf_buf_printf(b, "%s = sf_clamp_idx(%s, %lldll);\n", gi, gi, (long long)size);
+    /* the source element */
+    remap_ctx ux;
+    memset(&ux, 0, sizeof ux);
+    if (flat) {
+        char xp[24];
+        snprintf(xp, sizeof xp, "x%d_", (int)v);
+        sf_cg_coords(b, xp, gi, nd, iota_dims, x->shape);
+        for (int d = 0; d < nd; d++) snprintf(ux.c[d], sizeof ux.c[d], "%s%d", xp, d);
+    } else {
+        for (int d = 0; d < nd; d++) {
+            if (d == dim) snprintf(ux.c[d], sizeof ux.c[d], "%s", gi);
+            else if (x->shape[d] == 1) snprintf(ux.c[d], sizeof ux.c[d], "0");
+            else snprintf(ux.c[d], sizeof ux.c[d], "y%d_%d", (int)v, d);
+        }
+    }
+    char dst[24];
+    snprintf(dst, sizeof dst, "v%d", (int)v);
+    eval_at(e, n->in[0], &ux, dst);
+    sf_buf_puts(b, "}\n");
+}
+
+/* A view (reshape, expand, permute, slice) of a gather of the segment: its input at the
+ * coordinates the view maps the element to. */
+static void value_view(sf_cg_ectx *e, const sf_node *n, int32_t v) {
+    const scanfuse_fusion *f = e->g->f;
+    const sf_value *vv = &f->values[v], *uv = &f->values[n->in[0]];
+    sf_buf *b = e->b;
+    sf_buf_printf(b, "%s v%d;\n{\n", sf_cg_ctype(vv->dtype), (int)v);
+    char wp[24];
+    snprintf(wp, sizeof wp, "w%d_", (int)v);
+    value_coords(e, vv, wp);
+    remap_ctx uu;
+    memset(&uu, 0, sizeof uu);
+    switch (n->op) {
+    case SF_OP_reshape: {
+        /* dims of size > 1 in both shapes: when they agree the coordinates carry over
+         * (a reshape that adds or drops dims of size 1), else through the flat index */
+        int a1[SF_MAX_DIMS], b1[SF_MAX_DIMS], na = 0, nb = 0;
+        for (int d = 0; d < vv->ndim; d++)
+            if (vv->shape[d] != 1) a1[na++] = d;
+        for (int d = 0; d < uv->ndim; d++)
+            if (uv->shape[d] != 1) b1[nb++] = d;
+        bool same = na == nb;
+        for (int j = 0; j < na && same; j++) same = vv->shape[a1[j]] == uv->shape[b1[j]];
+        for (int d = 0; d < uv->ndim; d++) snprintf(uu.c[d], sizeof uu.c[d], "0");
+        if (same) {
+            for (int j = 0; j < na; j++) snprintf(uu.c[b1[j]], sizeof uu.c[0], "%s%d", wp, a1[j]);
+            break;
+        }
+        sf_buf_printf(b, "const i64 %sf = 0", wp);
+        int64_t cs = 1;
+        for (int d = vv->ndim - 1; d >= 0; d--) {
+            if (vv->shape[d] > 1) sf_buf_printf(b, " + %s%d * %lldll", wp, d, (long long)cs);
+            cs *= vv->shape[d] > 0 ? vv->shape[d] : 1;
+        }
+        sf_buf_puts(b, ";\n");
+        char up[24], fl[32];
+        snprintf(up, sizeof up, "u%d_", (int)v);
+        snprintf(fl, sizeof fl, "%sf", wp);
+        sf_cg_coords(b, up, fl, uv->ndim, iota_dims, uv->shape);
+        for (int d = 0; d < uv->ndim; d++) snprintf(uu.c[d], sizeof uu.c[d], "%s%d", up, d);
+        break;
+    }
+    case SF_OP_expand: {
+        int lead = vv->ndim - uv->ndim;
+        for (int d = 0; d < uv->ndim; d++) {
+            if (uv->shape[d] == 1) snprintf(uu.c[d], sizeof uu.c[d], "0");
+            else snprintf(uu.c[d], sizeof uu.c[d], "%s%d", wp, d + lead);
+        }
+        break;
+    }
+    case SF_OP_permute:
+        for (int d = 0; d < vv->ndim; d++)
+            snprintf(uu.c[n->a.list[d]], sizeof uu.c[0], "%s%d", wp, d);
+        break;
+    default: /* slice */
+        for (int d = 0; d < uv->ndim; d++) snprintf(uu.c[d], sizeof uu.c[d], "%s%d", wp, d);
+        sf_buf_printf(b, "const i64 %ss = %lldll + %lldll * %s%d;\n", wp, (long long)n->a.start.i,
+                      (long long)n->a.step.i, wp, (int)n->a.dim);
+        snprintf(uu.c[n->a.dim], sizeof uu.c[0], "%ss", wp);
+        break;
+    }
+    char dst[24];
+    snprintf(dst, sizeof dst, "v%d", (int)v);
+    eval_at(e, n->in[0], &uu, dst);
+    sf_buf_puts(b, "}\n");
+}
+
 void sf_cg_value(sf_cg_ectx *e, int32_t v) {
     if (e->done[v]) return;
     e->done[v] = 1;
@@ -524,8 +749,16 @@ void sf_cg_value(sf_cg_ectx *e, int32_t v) {
     int p = fv->producer;
     if (p >= 0 && e->g->in_seg[p]) {
         const sf_node *n = &f->nodes[p];
+        if (sf_cg_is_gather(n->op)) {
+            value_gather(e, n, v);
+            return;
+        }
         SF_ASSERT(sf_op_table[n->op].kind == SF_KIND_POINTWISE);
         value_pointwise(e, n, v);
+        return;
+    }
+    if (view_of_seg_gather(e->g, v)) {
+        value_view(e, &f->nodes[p], v);
         return;
     }
     SF_ASSERT(kind != SF_CUV_LITERAL && kind != SF_CUV_INTERNAL);
@@ -533,13 +766,15 @@ void sf_cg_value(sf_cg_ectx *e, int32_t v) {
         value_inline(e, v);
         return;
     }
-    int op = sf_cg_operand(e->k, v, SF_CUOP_ITER, e->space, false);
+    /* a remapped context addresses the value by its own strides (not in used_ops: the
+     * templates' vector paths load only the kernel-space operands) */
+    int op = sf_cg_operand(e->k, v, e->own ? SF_CUOP_OWN : SF_CUOP_ITER, e->own ? 0 : e->space, false);
     if (op < 0) {
         e->overflow = true;
         sf_buf_printf(e->b, "const %s v%d = 0;\n", sf_cg_ctype(dt), (int)v);
         return;
     }
-    e->used_ops |= 1u << op;
+    if (!e->own) e->used_ops |= 1u << op;
     if (e->vec) {
         sf_buf_printf(e->b, "const %s v%d = sf_cv_%s(r%d[kk]);\n", sf_cg_ctype(dt), (int)v,
                       sf_cg_sfx(dt), op);
@@ -847,7 +1082,10 @@ static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor,
         return kind == SF_KIND_SCAN ? sf_cg_scan(g, anchor, msg, msglen)
                                     : sf_cg_reduce(g, anchor, msg, msglen);
     }
+    /* a pointwise group iterates over its last pointwise node's shape (gathers of the
+     * group are computed inline at its elements) */
     const sf_node *last = &f->nodes[nodes[n - 1]];
+    for (int j = n - 1; j > 0 && sf_cg_is_gather(last->op); j--) last = &f->nodes[nodes[j - 1]];
     if (sf_op_table[last->op].kind == SF_KIND_POINTWISE) {
         const sf_value *res = &f->values[last->out[0]];
         if (sf_value_numel(res) == 0) return SCANFUSE_OK;
@@ -906,7 +1144,8 @@ static void emit_setup(sf_cg *g, int ni) {
     int kind = pl->vkind[v];
     int saved = g->seg;
     g->seg = -1;
-    if (sf_value_numel(res) > 0) {
+    /* (a view without memory is remapped by the kernels that read it) */
+    if (sf_value_numel(res) > 0 && kind != SF_CUV_INTERNAL) {
         if (n->op == SF_OP_reshape) {
             sf_cuda_kernel *k = elem_kernel(g, ni, res->ndim, res->shape);
             k->reshape_copy = true;
@@ -925,6 +1164,24 @@ static void emit_setup(sf_cg *g, int ni) {
 }
 
 static bool is_compute(const scanfuse_fusion *f, int ni) { return !sf_node_is_setup(f->nodes[ni].op); }
+
+/* Is v (or a view of it) read by a node outside segment s, or an output? */
+static bool read_elsewhere(const scanfuse_fusion *f, int32_t v, int s, const int *seg_of,
+                           const bool *is_out, int depth) {
+    if (is_out[v] || depth > 32) return true;
+    for (int j = 0; j < f->nnodes; j++) {
+        const sf_node *c = &f->nodes[j];
+        bool reads = false;
+        for (int q = 0; q < c->nin; q++) reads |= c->in[q] == v;
+        if (!reads) continue;
+        if (is_view_op(c->op)) {
+            if (read_elsewhere(f, c->out[0], s, seg_of, is_out, depth + 1)) return true;
+        } else if (seg_of[j] != s) {
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Storage of every value, given which segments run fused. */
 static void plan_storage(const sf_program *p, sf_cuda_plan *pl, const bool *fused, int *seg_of) {
@@ -974,6 +1231,10 @@ static void plan_storage(const sf_program *p, sf_cuda_plan *pl, const bool *fuse
         default:
             break;
         }
+        /* a gather of a fused segment is computed inline where the segment reads it,
+         * through views too: memory only when something else reads it */
+        if (sf_cg_is_gather(n->op) && seg_of[i] >= 0 && fused[seg_of[i]])
+            outside = read_elsewhere(f, v, seg_of[i], seg_of, is_out, 0);
         for (int r = 0; r < n->nout; r++) {
             int32_t w = n->out[r];
             bool need = out || outside || seg_of[i] < 0 || !fused[seg_of[i]];
@@ -982,6 +1243,26 @@ static void plan_storage(const sf_program *p, sf_cuda_plan *pl, const bool *fuse
             pl->vkind[w] = need ? SF_CUV_BUFFER : SF_CUV_INTERNAL;
             pl->direct_ok[w] = need;
         }
+    }
+    /* a stored gather of a fused segment has its own kernel, which reads its operands
+     * from memory: an inner gather it reads (through views) needs memory too */
+    for (int i = nn - 1; i >= 0; i--) {
+        const sf_node *n = &f->nodes[i];
+        if (!sf_cg_is_gather(n->op) || pl->vkind[n->out[0]] != SF_CUV_BUFFER) continue;
+        for (int q = 0; q < 2; q++) {
+            int32_t bv = view_base(f, n->in[q]);
+            int pb = f->values[bv].producer;
+            if (pb >= 0 && sf_cg_is_gather(f->nodes[pb].op) && pl->vkind[bv] == SF_CUV_INTERNAL) {
+                pl->vkind[bv] = SF_CUV_BUFFER;
+                pl->direct_ok[bv] = true;
+            }
+        }
+    }
+    /* views of values without memory have none either (the emitter remaps them) */
+    for (int i = 0; i < nn; i++) {
+        const sf_node *n = &f->nodes[i];
+        if (is_view_op(n->op) && pl->vkind[n->in[0]] == SF_CUV_INTERNAL)
+            pl->vkind[n->out[0]] = SF_CUV_INTERNAL;
     }
     free(is_out);
 }
@@ -997,6 +1278,43 @@ int sf_cg_tune(const char *key, int def) {
         p = c + 1;
     }
     return def;
+}
+
+/* Can an integer division or remainder node raise division by zero? */
+static bool may_divide_by_zero(const scanfuse_fusion *f, const sf_node *n) {
+    if (n->op != SF_OP_remainder && n->op != SF_OP_floor_divide) return false;
+    scanfuse_dtype dt = f->values[n->out[0]].dtype;
+    if (sf_dtype_is_float(dt)) return false;
+    const sf_value *d = &f->values[n->in[1]];
+    if (d->weak && d->producer >= 0 && f->nodes[d->producer].op == SF_OP_scalar) {
+        sf_num num = f->nodes[d->producer].a.value;
+        if ((num.kind == SF_NUM_INT || num.kind == SF_NUM_BOOL) && sf_wrap_int(num.i, dt) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Can gather node ni run inline in fused segment s?  Its source and index come from
+ * memory (values of earlier segments, inputs, views of them) or from other gathers of
+ * the segment (composed), through views; an index that sf_int_range does not prove in
+ * range must be in memory before the segment runs (its check kernel reads it).  Views
+ * of it must not be read outside the segment (they have no memory when it has none). */
+static bool gather_fusable(const scanfuse_fusion *f, int s, const int *seg_of, const bool *is_out,
+                           int ni) {
+    const sf_node *n = &f->nodes[ni];
+    for (int q = 0; q < 2; q++) {
+        int32_t bv = view_base(f, n->in[q]);
+        int pb = f->values[bv].producer;
+        bool in = pb >= 0 && seg_of[pb] == s;
+        if (in && !sf_cg_is_gather(f->nodes[pb].op)) return false;
+        if (q == 1 && in && !sf_index_in_range(f, n)) return false;
+    }
+    for (int j = ni + 1; j < f->nnodes; j++) {
+        const sf_node *c = &f->nodes[j];
+        if (!is_view_op(c->op) || view_base(f, c->out[0]) != n->out[0]) continue;
+        if (read_elsewhere(f, c->out[0], s, seg_of, is_out, 0)) return false;
+    }
+    return true;
 }
 
 static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const bool *fused,
@@ -1051,6 +1369,18 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         }
         if (fused[s]) {
             for (int j = 0; j < nl; j++) in_seg[list[j]] = true;
+            /* gathers: a stored one gets its own kernel (its shape is not the fused
+             * kernel's iteration space), with its index check; an inline one its check */
+            for (int j = 0; j < nl && st == SCANFUSE_OK; j++) {
+                int ni = list[j];
+                if (!sf_cg_is_gather(f->nodes[ni].op)) continue;
+                if (pl->vkind[f->nodes[ni].out[0]] == SF_CUV_BUFFER) st = sf_cg_index(&g, ni, msg, msglen);
+                else sf_cg_gather_check(&g, ni);
+            }
+            if (st != SCANFUSE_OK) {
+                for (int j = 0; j < nl; j++) in_seg[list[j]] = false;
+                break;
+            }
             int anchor = seg->anchor;
             if (anchor >= 0 && !is_compute(f, anchor)) anchor = -1;
             st = emit_group(&g, list, nl, anchor, msg, msglen);
@@ -1119,7 +1449,7 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
         return SCANFUSE_ERROR_STATE;
     }
     sf_cuda_plan *pl = sf_calloc(1, sizeof *pl);
-    bool *fused = NULL;
+    bool *fused = NULL, *is_out = NULL;
     int *seg_of = NULL;
     scanfuse_status st = SCANFUSE_ERROR_MEMORY;
     if (!pl) goto fail;
@@ -1142,9 +1472,11 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
     pl->k = sf_calloc(cap, sizeof *pl->k);
     fused = sf_calloc(ns, sizeof *fused);
     seg_of = sf_malloc(nn * sizeof *seg_of);
+    is_out = sf_calloc(nv, 1);
     if (!pl->vkind || !pl->direct_ok || !pl->node_k0 || !pl->node_nk || !pl->seg_k0 ||
-        !pl->seg_nk || !pl->seg_fused || !pl->k || !fused || !seg_of)
+        !pl->seg_nk || !pl->seg_fused || !pl->k || !fused || !seg_of || !is_out)
         goto fail;
+    for (int o = 0; o < f->noutputs; o++) is_out[f->outputs[o]] = true;
     for (int i = 0; i < f->nnodes; i++) seg_of[i] = -1;
     for (int s = 0; s < p->nsegments; s++) {
         const sf_segment *seg = &p->segments[s];
@@ -1154,16 +1486,30 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
                 seg_of[seg->nodes[j]] = s;
                 ncompute++;
             }
-        /* the fused templates hold pointwise nodes around at most one scan or reduction */
+        /* the fused templates hold pointwise nodes around at most one scan or reduction
+         * (a lazy index_select, whose rows the CPU writes on demand, is a stored gather
+         * here: its own row-gather kernel runs first) */
         bool ok = (seg->kind == SF_SEG_POINTWISE || seg->kind == SF_SEG_SCAN ||
-                   seg->kind == SF_SEG_REDUCE) && seg->lazy < 0 && ncompute > 0;
+                   seg->kind == SF_SEG_REDUCE) && ncompute > 0;
+        /* ... and gathers (computed inline, see gather_fusable) */
+        bool body = false, fallible = false, unproven = false;
         for (int j = 0; j < seg->nnodes && ok; j++) {
             int ni = seg->nodes[j];
             if (!is_compute(f, ni)) continue;
-            sf_kind kind = sf_op_table[f->nodes[ni].op].kind;
-            ok = kind == SF_KIND_POINTWISE || ni == seg->anchor;
+            const sf_node *n = &f->nodes[ni];
+            sf_kind kind = sf_op_table[n->op].kind;
+            if (kind == SF_KIND_POINTWISE || ni == seg->anchor) {
+                body = true;
+                fallible |= may_divide_by_zero(f, n);
+                continue;
+            }
+            ok = sf_cg_is_gather(n->op) && gather_fusable(f, s, seg_of, is_out, ni);
+            unproven |= !sf_index_in_range(f, n);
         }
-        fused[s] = ok;
+        /* the check kernels of unproven indices run before the fused kernel: with a
+         * division that can fail in the same kernel, the first error of the reference's
+         * node order could be reported second */
+        fused[s] = ok && body && !(fallible && unproven);
     }
     for (int attempt = 0; attempt <= p->nsegments; attempt++) {
         plan_storage(p, pl, fused, seg_of);
@@ -1180,6 +1526,7 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
     for (int s = 0; s < p->nsegments; s++) pl->seg_fused[s] = fused[s];
     free(fused);
     free(seg_of);
+    free(is_out);
     *out = pl;
     return SCANFUSE_OK;
 fail:
@@ -1187,6 +1534,7 @@ fail:
 fail_msg:
     free(fused);
     free(seg_of);
+    free(is_out);
     sf_cuda_plan_free(pl);
     return st;
 }

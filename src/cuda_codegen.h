@@ -21,7 +21,9 @@
  *
  * A segment (sf.h) becomes one kernel when the emitter can fuse it (its compute nodes'
  * values stay in registers; only its outputs touch memory); otherwise its compute nodes
- * run one kernel each, and then every value they produce has memory.
+ * run one kernel each, and then every value they produce has memory.  A fused segment's
+ * gathers that something else reads (an output, a later segment) also run a kernel of
+ * their own before the fused one, and unproven indices a check kernel.
  */
 #ifndef SF_CUDA_CODEGEN_H
 #define SF_CUDA_CODEGEN_H
@@ -172,6 +174,10 @@ struct sf_cg_ectx {
     int32_t anchor_val[2];
     const char *anchor_expr[2];
     bool overflow;      /* an operand did not fit (SF_CUDA_MAXOPS) */
+    bool own;           /* a remapped context (the element of a gather's source or index,
+                           or of a view's input): its coordinates are not the kernel's, so
+                           operands loaded here are OWN and addressed by coord(); never
+                           vec, no anchor values */
 };
 
 const char *sf_cg_sfx(scanfuse_dtype dt);
@@ -196,12 +202,17 @@ void sf_cg_offset(sf_buf *b, const char *prefix, int k, int n, const int *dims,
 /* Finds or adds operand (v, mode, space, out) of k; -1 when the table is full. */
 int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, bool out);
 /* Ensures local v<v> holds value v at the context's element (loads, inline constants,
- * pointwise nodes of the segment, the anchor's outputs).  Literals are handled by
+ * pointwise nodes of the segment, the anchor's outputs, and gathers of the segment:
+ * gather, take_along_dim and index_select nodes, and views of them, are computed inline
+ * by loading the index at remapped coordinates and evaluating the source there, so a
+ * gather of a gather composes the indices instead of reading the inner result back).  Literals are handled by
  * their consumers.  Sets e->overflow when an operand does not fit. */
 void sf_cg_value(sf_cg_ectx *e, int32_t v);
 /* Emits the store of value v (already in v<v>) to its memory operand at the element. */
 void sf_cg_store(sf_cg_ectx *e, int32_t v);
-/* Does value v need memory written by the segment being emitted? */
+/* Does value v need memory written by the segment being emitted's fused kernel?  (Not
+ * the result of a gather of the segment: it has its own kernel, as its shape is not the
+ * kernel's iteration space.) */
 bool sf_cg_stored(const sf_cg *g, int32_t v);
 /* A new kernel record of the plan (zeroed, out_index -1 in every operand later added). */
 sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node);
@@ -215,5 +226,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen);
 scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
 /* Index and sort ops (cuda_index.c): the kernels of one opaque node. */
 scanfuse_status sf_cg_index(sf_cg *g, int node, char *msg, size_t msglen);
+/* gather, take_along_dim, index_select: the ops the emitter computes inline. */
+bool sf_cg_is_gather(sf_op op);
+/* The size of the dim a gather node's indices address, and the range text of its error
+ * message ("dim 0 has size 5"). */
+int64_t sf_cg_gather_size(const scanfuse_fusion *f, const sf_node *n, char *range, size_t rlen);
+/* The check kernel of gather node ni's indices (none when sf_int_range proves them in
+ * range or the result is empty): a bad one raises its error slot with the reference's
+ * message; the kernels reading the indices clamp them. */
+void sf_cg_gather_check(sf_cg *g, int ni);
 
 #endif /* SF_CUDA_CODEGEN_H */

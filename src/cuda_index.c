@@ -10,6 +10,10 @@
  * it ("gather: index 7 is out of range (dim 1 has size 5)").  The op's own kernels clamp
  * indices, so nothing is read or written out of bounds, and the run writes no output.
  *
+ * Gathers of fused segments are computed inline by the emitter (cuda_codegen.c); the
+ * kernels here serve the gathers something reads from memory.  index_select moves whole
+ * rows (emit_row_gather).
+ *
  * Determinism: scatter computes every destination element from the index elements that
  * can reach it, in row-major order (the last write wins; reduce=add sums in that order
  * starting from x's value, in double for floats, rounded once); bincount counts with
@@ -72,6 +76,100 @@ static void check_kernel(sf_cg *g, int node, int32_t v, int64_t hi, const char *
     close_elem(g);
 }
 
+bool sf_cg_is_gather(sf_op op) {
+    return op == SF_OP_gather || op == SF_OP_take_along_dim || op == SF_OP_index_select;
+}
+
+int64_t sf_cg_gather_size(const scanfuse_fusion *f, const sf_node *n, char *range, size_t rlen) {
+    const sf_value *x = &f->values[n->in[0]];
+    bool flat = n->op == SF_OP_take_along_dim && !n->a.has_dim;
+    int64_t size = flat ? sf_value_numel(x) : (x->ndim > 0 ? x->shape[n->a.dim] : 1);
+    if (range)
+        snprintf(range, rlen, "dim %lld has size %lld", flat ? 0ll : (long long)n->a.dim,
+                 (long long)size);
+    return size;
+}
+
+void sf_cg_gather_check(sf_cg *g, int ni) {
+    const sf_node *n = &g->f->nodes[ni];
+    char range[64];
+    int64_t size = sf_cg_gather_size(g->f, n, range, sizeof range);
+    if (sf_value_numel(&g->f->values[n->out[0]]) == 0) return;
+    check_kernel(g, ni, n->in[1], size, "index", range);
+}
+
+/* index_select with a source of at least one dim: a row-gather kernel.  Result row
+ * (o, j) (o over the dims before dim, j over the indices) is source row (o, index[j]),
+ * `inner` contiguous elements of the dims after dim.  When the run finds the source and
+ * the result contiguous (a.flags) and both addresses aligned, rows move as W-byte words
+ * (W the widest of 16, 8, 4 bytes that divides a row and is wider than an element);
+ * otherwise element by element through the strides.  Raw copies: the bits of every
+ * element are kept (as the reference's copy).  Indices are clamped (their check kernel
+ * ran before, unless sf_int_range proves them in range). */
+static void emit_row_gather(sf_cg *g, int ni) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]], *ix = &f->values[n->in[1]], *y = &f->values[n->out[0]];
+    int nd = x->ndim, dim = (int)n->a.dim;
+    int64_t size = x->shape[dim], L = y->shape[dim], outer = 1, inner = 1;
+    for (int d = 0; d < dim; d++) outer *= x->shape[d];
+    for (int d = dim + 1; d < nd; d++) inner *= x->shape[d];
+    int es = (int)scanfuse_dtype_size(x->dtype);
+    int64_t rbytes = inner * es;
+    int W = rbytes % 16 == 0 ? 16 : rbytes % 8 == 0 ? 8 : rbytes % 4 == 0 ? 4 : 0;
+    if (W <= es) W = 0;
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
+    int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
+    int oi = sf_cg_operand(k, n->in[1], SF_CUOP_OWN, 0, false);
+    int oy = sf_cg_operand(k, n->out[0], SF_CUOP_OWN, 0, true);
+    k->ndim = y->ndim;
+    for (int d = 0; d < y->ndim; d++) k->shape[d] = y->shape[d];
+    int64_t numel = sf_value_numel(y), words = W ? outer * L * (rbytes / W) : 0;
+    k->block = 256;
+    k->grid = elem_grid(g, W ? words : numel);
+    sf_buf *b = g->src;
+    const char *raw = sf_cg_rawtype(x->dtype), *isx = sf_cg_sfx(ix->dtype);
+    int64_t rlo, rhi;
+    bool proven = sf_int_range(f, n->in[1], &rlo, &rhi) && rlo >= 0 && rhi < size;
+    /* the index of result row j */
+    char ldj[200], at[48] = "0";
+    if (ix->ndim > 0) snprintf(at, sizeof at, "j * a.st[%d][0]", oi);
+    if (proven) snprintf(ldj, sizeof ldj, "sf_ld_%s(a.ptr[%d], %s)", isx, oi, at);
+    else snprintf(ldj, sizeof ldj, "sf_clamp_idx(sf_ld_%s(a.ptr[%d], %s), %lldll)", isx, oi, at, (long long)size);
+    sf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n",
+                  (int)(k - g->pl->k));
+    if (W) {
+        const char *wt = W == 16 ? "uint4" : W == 8 ? "uint2" : "unsigned int";
+        int64_t V = rbytes / W;
+        k->fast_mask = (1u << ox) | (1u << oy);
+        sf_buf_printf(b,
+                      "const bool fast = (a.flags & %uu) == %uu && ((a.ptr[%d] | a.ptr[%d]) %% %d) == 0;\n"
+                      "if (fast) {\n"
+                      "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n"
+                      "const i64 row = i / %lldll, col = i - row * %lldll;\n"
+                      "const i64 o = row / %lldll, j = row - o * %lldll;\n"
+                      "const i64 v = %s;\n"
+                      "((%s*)a.ptr[%d])[row * %lldll + col] = ((const %s*)a.ptr[%d])[(o * %lldll + v) * %lldll + col];\n"
+                      "}\nreturn;\n}\n",
+                      k->fast_mask, k->fast_mask, ox, oy, W, (long long)words, (long long)V, (long long)V,
+                      (long long)L, (long long)L, ldj, wt, oy, (long long)V, wt, ox, (long long)size,
+                      (long long)V);
+    }
+    /* element path: any strides */
+    sf_buf_printf(b, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
+                  (long long)numel);
+    sf_cg_coords(b, "c", "i", nd, dims8, y->shape);
+    sf_buf_printf(b, "const i64 j = c%d;\nconst i64 v = %s;\n", dim, ldj);
+    sf_buf_puts(b, "i64 xo = 0;\n");
+    for (int d = 0; d < nd; d++) {
+        if (d == dim) sf_buf_printf(b, "xo += v * a.st[%d][%d];\n", ox, d);
+        else if (x->shape[d] > 1) sf_buf_printf(b, "xo += c%d * a.st[%d][%d];\n", d, ox, d);
+    }
+    sf_buf_printf(b, "((%s*)a.ptr[%d])[", raw, oy);
+    sf_cg_offset(b, "c", oy, nd, dims8, y->shape);
+    sf_buf_printf(b, "] = ((const %s*)a.ptr[%d])[xo];\n}\n}\n\n", raw, ox);
+}
+
 /* gather, take_along_dim, index_select */
 static scanfuse_status emit_gather(sf_cg *g, int ni) {
     const scanfuse_fusion *f = g->f;
@@ -81,11 +179,13 @@ static scanfuse_status emit_gather(sf_cg *g, int ni) {
     bool flat = n->op == SF_OP_take_along_dim && !n->a.has_dim;
     int nd = x->ndim;
     int dim = (int)n->a.dim;
-    int64_t size = flat ? sf_value_numel(x) : (nd > 0 ? x->shape[dim] : 1);
-    snprintf(range, sizeof range, "dim %lld has size %lld", flat ? 0ll : (long long)n->a.dim,
-             (long long)size);
+    int64_t size = sf_cg_gather_size(f, n, range, sizeof range);
     if (sf_value_numel(y) == 0) return SCANFUSE_OK;
     check_kernel(g, ni, n->in[1], size, "index", range);
+    if (n->op == SF_OP_index_select && nd > 0 && size > 0) {
+        emit_row_gather(g, ni);
+        return SCANFUSE_OK;
+    }
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
     int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
     int oi = sf_cg_operand(k, n->in[1], SF_CUOP_OWN, 0, false);

@@ -394,6 +394,52 @@ static shp S2(int64_t a, int64_t b) { shp r = {2, {a, b}}; return r; }
 static shp S3(int64_t a, int64_t b, int64_t c) { shp r = {3, {a, b, c}}; return r; }
 static shp S0(void) { shp r = {0, {0}}; return r; }
 
+/* Gathers that fuse into pointwise, scan and reduction kernels (the emitter computes
+ * them inline; a stored one gets its own kernel, index_select a row-gather kernel):
+ *  0, 1  the MoE combine of examples/moe_routing.sf at small sizes: k = 1 with bfloat16
+ *        rows of odd length (the row gather's element path), k = 3 with float32 rows (its
+ *        16-byte path; permuted is internal: the combine composes both indices)
+ *  2     take_along_dim in a reduction's prologue, index not provably in range (a check
+ *        kernel, the load clamped)
+ *  3     the combine with unproven token and inverse indices (two checks; composed)
+ *  4     gather in a cumsum's prologue, and gather / flat take_along_dim in a pointwise
+ *        segment
+ *  5     a reshape that regroups the gathered rows (the view remapped through the flat
+ *        index), unproven indices
+ * gather_irange: the valid range of each index input of programs 2..5 (0: not an index). */
+static const char *const gather_progs[] = {
+    "input logits: float32[64, 8]\ninput hidden: bfloat16[64, 1001]\n"
+    "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+    "pairs = reshape(expert, [64])\nperm = argsort(pairs, stable=true)\n"
+    "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "expert_out = take_along_dim(reshape(permuted, [64, 1, 1001]), reshape(inverse, [64, 1, 1]), dim=0)\n"
+    "out = cast(sum(mul(expert_out, reshape(score, [64, 1, 1])), dim=1), bfloat16)\n"
+    "output permuted, out\n",
+    "input logits: float32[40, 8]\ninput hidden: float32[40, 264]\n"
+    "top, expert = topk(logits, 3, dim=1)\nscore = sigmoid(top)\n"
+    "pairs = reshape(expert, [120])\nperm = argsort(pairs, stable=true)\n"
+    "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 3)\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "expert_out = take_along_dim(reshape(permuted, [120, 1, 264]), reshape(inverse, [40, 3, 1]), dim=0)\n"
+    "out = sum(mul(expert_out, reshape(score, [40, 3, 1])), dim=1)\n"
+    "output score, out\n",
+    "input x: float32[50, 300]\ninput i: int64[50, 4]\n"
+    "g = take_along_dim(x, i, dim=1)\ns = sum(mul(g, 2.5), dim=1)\noutput s\n",
+    "input hidden: float32[40, 264]\ninput token: int64[120]\ninput inv: int64[40, 3]\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "e = take_along_dim(reshape(permuted, [120, 1, 264]), reshape(inv, [40, 3, 1]), dim=0)\n"
+    "s = sum(e, dim=1)\noutput s\n",
+    "input x: bfloat16[8, 1000]\ninput i: int32[8, 1000]\ninput z: float32[1000]\n"
+    "c = cumsum(gather(x, 1, i), dim=1)\ny = add(gather(x, 1, i), z)\n"
+    "w = take_along_dim(x, i)\noutput c, y, w\n",
+    "input hidden: float32[100, 264]\ninput token: int64[300]\ninput inv: int64[100, 1]\n"
+    "permuted = index_select(hidden, 0, token)\n"
+    "e = take_along_dim(reshape(permuted, [300, 4, 66]), reshape(inv, [100, 1, 1]), dim=0)\n"
+    "s = sum(e, dim=1)\noutput s\n",
+};
+static const int64_t gather_irange[4][MAXIN] = {{0, 300}, {0, 40, 120}, {0, 1000}, {0, 100, 300}};
+
 static void build_programs(void) {
     const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
                                   SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
@@ -445,7 +491,7 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 1, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
+    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 0, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
@@ -615,6 +661,36 @@ static void build_programs(void) {
         }
         if (i == 2 || i == 5) p->tol[1] = T_ULP1;
         if (i == 5) p->tol[p->nout - 1] = T_ULP1;
+    }
+    /* gathers computed inline in fused kernels (cuda_codegen.c value_gather) */
+    {
+        prog *q = prog_raw(gather_progs[0], T_EXACT); /* the MoE combine, k = 1 */
+        q->tol[1] = T_ULP1;
+        q = prog_raw(gather_progs[1], T_ULP1); /* k = 3 */
+        /* unproven indices, in range: every index input in its valid range */
+        for (int i = 2; i < 6; i++) {
+            q = prog_raw(gather_progs[i], T_EXACT);
+            q->tol[0] = T_ULP1; /* the sum, the cumsum */
+            for (int j = 0; j < MAXIN; j++)
+                if (gather_irange[i - 2][j] > 0) {
+                    q->gen[j] = G_INDEX;
+                    q->irange[j] = gather_irange[i - 2][j];
+                }
+        }
+        /* bad indices: the reference's error and message, outputs untouched
+         * (program, input, range that includes bad values) */
+        const int64_t bad[5][3] = {{2, 1, 400}, {3, 1, 50}, {3, 2, 130}, {4, 1, 1001}, {5, 2, 310}};
+        for (int i = 0; i < 5; i++) {
+            int w = (int)bad[i][0];
+            q = prog_raw(gather_progs[w], T_EXACT);
+            for (int j = 0; j < MAXIN; j++)
+                if (gather_irange[w - 2][j] > 0) {
+                    q->gen[j] = G_INDEX;
+                    q->irange[j] = gather_irange[w - 2][j];
+                }
+            q->irange[bad[i][1]] = bad[i][2];
+            q->expect = SCANFUSE_ERROR_VALUE;
+        }
     }
     /* run-time errors */
     prog *p = prog_raw("input x0: int32[5, 8]\ninput x1: int32[5, 8]\n"
@@ -788,6 +864,8 @@ static void build_coverage(void) {
         buf[n] = '\0';
         prog_raw(buf, T_EXACT);
     }
+    /* gathers fused into pointwise, scan and reduction kernels */
+    for (size_t i = 0; i < sizeof gather_progs / sizeof gather_progs[0]; i++) prog_raw(gather_progs[i], T_EXACT);
     /* move them out of the sweep list */
     ncovs = nprogs - saved_n;
     covs = malloc((size_t)(ncovs > 0 ? ncovs : 1) * sizeof *covs);
