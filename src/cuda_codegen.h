@@ -233,6 +233,11 @@ scanfuse_status sf_cg_emit_node(sf_cg *g, int ni, char *msg, size_t msglen);
  * aux[0..2], err, scratch). */
 scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
                             size_t msglen);
+/* argsort of an argsort's result along the same dim (rows that are permutations of
+ * [0, len): the stable sort is a scatter): sf_cg_perm_sort emits that kernel (operands
+ * and So struct as emit_sort has them) and returns true, else false. */
+bool sf_cg_is_perm_sort(const scanfuse_fusion *f, int ni);
+bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops);
 int sf_cuda_small_nd(const scanfuse_fusion *f, const sf_cuda_kernel *k, int op);
 int sf_cuda_small_words(const scanfuse_fusion *f, const sf_cuda_kernel *k);
 

@@ -221,10 +221,11 @@ static const char *const small_prelude[] = {
     "    }",
     "}",
     "// argsort of rows that are permutations of [0, len) (an argsort's result): the stable",
-    "// sort is the scatter y[key] = position (keys clamped: in bounds whatever the input).",
+    "// sort is the scatter y[key] = position (keys clamped: in bounds whatever the input);",
+    "// grid-stride (the node-by-node kernel of such an argsort too).",
     "template <class So, bool DESC>",
     "__device__ __forceinline__ void sf_perm_inverse(const sf_args& a, i64 rows, i64 len) {",
-    "    for (i64 e = threadIdx.x; e < rows * len; e += blockDim.x) {",
+    "    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < rows * len; e += (i64)gridDim.x * blockDim.x) {",
     "        const i64 r = e / len, t = e - r * len;",
     "        i64 key = (i64)So::key(a, r, t);",
     "        key = key < 0 ? 0 : (key >= len ? len - 1 : key);",
@@ -235,6 +236,44 @@ static const char *const small_prelude[] = {
     "    }",
     "}",
     NULL};
+
+static void ensure_small_prelude(sf_buf *dst, const sf_buf *src) {
+    if (src->data && strstr(src->data, "#define SF_VGRID")) return;
+    for (int i = 0; small_prelude[i]; i++) {
+        sf_buf_puts(dst, small_prelude[i]);
+        sf_buf_puts(dst, "\n");
+    }
+}
+
+bool sf_cg_is_perm_sort(const scanfuse_fusion *f, int ni) {
+    const sf_node *n = &f->nodes[ni];
+    if (n->op != SF_OP_argsort) return false;
+    const sf_value *x = &f->values[n->in[0]];
+    int p = x->producer;
+    return p >= 0 && f->nodes[p].op == SF_OP_argsort && x->ndim > 0 && f->nodes[p].a.dim == n->a.dim &&
+           f->values[f->nodes[p].in[0]].ndim == x->ndim;
+}
+
+bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops) {
+    const scanfuse_fusion *f = g->f;
+    if (!sf_cg_is_perm_sort(f, ni)) return false;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]];
+    int64_t len = x->shape[n->a.dim], rows = len > 0 ? sf_value_numel(x) / len : 0;
+    ensure_small_prelude(g->src, g->src);
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+    k->nops = nops;
+    memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
+    k->block = 256;
+    int64_t blocks = (rows * len + 255) / 256, cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
+    k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+    sf_buf_printf(g->src,
+                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "sf_perm_inverse<%s, %s>(a, %lldll, %lldll);\n}\n\n",
+                  (int)(k - g->pl->k), so, n->a.descending ? "true" : "false", (long long)rows,
+                  (long long)len);
+    return true;
+}
 
 /* How one node runs in the small kernel. */
 typedef enum { PH_COPIES, PH_TOPK, PH_COUNT, PH_PERM, PH_NONE } ph_kind;
@@ -266,10 +305,7 @@ static ph_kind sort_kind(const sf_cg *g, int ni, small_node *sn) {
         return PH_TOPK;
     }
     if (isf) return PH_NONE;
-    int p = f->values[n->in[0]].producer;
-    if (p >= 0 && f->nodes[p].op == SF_OP_argsort && nd > 0 && f->nodes[p].a.dim == n->a.dim &&
-        f->values[f->nodes[p].in[0]].ndim == nd)
-        return PH_PERM;
+    if (sf_cg_is_perm_sort(f, ni)) return PH_PERM;
     int64_t krange = 0, rlo, rhi;
     if (n->a.has_count) krange = n->a.count;
     else if (sf_int_range(f, n->in[0], &rlo, &rhi) && rlo >= 0) krange = rhi + 1;
@@ -431,11 +467,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     /* device copies of the kernels the block calls */
     sf_buf dev = {0}, body = {0};
     const char *src = g->src->data;
-    if (!strstr(src, "#define SF_VGRID"))
-        for (int i = 0; small_prelude[i]; i++) {
-            sf_buf_puts(&dev, small_prelude[i]);
-            sf_buf_puts(&dev, "\n");
-        }
+    ensure_small_prelude(&dev, g->src);
     int shared = 0, w = 0;
     sf_cuda_kernel *sub = pl->k;
     for (int j = 0; j < n; j++) {
