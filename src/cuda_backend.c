@@ -4,6 +4,8 @@
  * the caches (cuda_cache.c) and loads it in the run's context; run binds the caller's
  * device tensors, walks the nodes in order launching their kernels on the caller's stream
  * (scanfuse_options.cuda_stream), and copies the outputs that were not computed in place.
+ * A small segment's one kernel (cuda_small.c) takes its sub-kernels' arguments packed
+ * into one parameter (fill_small).
  *
  * Context: the caller's current context if there is one (memory from PyTorch or CuPy
  * lives there), else the primary context of options.device_id.  A program is bound to

@@ -21,7 +21,9 @@
  *
  * A segment (sf.h) becomes one kernel when the emitter can fuse it (its compute nodes'
  * values stay in registers; only its outputs touch memory); otherwise its compute nodes
- * run one kernel each, and then every value they produce has memory.
+ * run one kernel each, and then every value they produce has memory.  A SMALL segment
+ * whose data fits one block runs those per-node kernels' bodies in ONE kernel of one block
+ * (cuda_small.c), launched like a fused segment's; its values have memory too.
  */
 #ifndef SF_CUDA_CODEGEN_H
 #define SF_CUDA_CODEGEN_H

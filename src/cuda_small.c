@@ -318,9 +318,9 @@ static ph_kind sort_kind(const sf_cg *g, int ni, small_node *sn) {
     return PH_COUNT;
 }
 
-/* Kernel i's function in the source from `from`: [*b, *e) from "extern" to its closing
- * brace, *body at its opening brace.  False when absent. */
-static bool find_kernel(const char *src, size_t from, int i, size_t *b, size_t *body, size_t *e) {
+/* Kernel i's function in the source from `from`: *body at its opening brace, *e past its
+ * closing brace.  False when absent. */
+static bool find_kernel(const char *src, size_t from, int i, size_t *body, size_t *e) {
     char sig[48];
     snprintf(sig, sizeof sig, ") k%d(const sf_args a) {\n", i);
     const char *s = strstr(src + from, sig);
@@ -336,7 +336,6 @@ static bool find_kernel(const char *src, size_t from, int i, size_t *b, size_t *
         else if (*q == '}' && --depth == 0) break;
     }
     if (!*q) return false;
-    *b = (size_t)(start - src);
     *body = (size_t)(open - src);
     *e = (size_t)(q + 1 - src);
     return true;
@@ -359,7 +358,7 @@ static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i
     sf_buf_puts(out, "\n\n");
 }
 
-/* The local sf_args of sub-kernel i from the parameter words at *w. */
+/* The local sf_args of sub-kernel k from the parameter words from *w on (advanced). */
 static void emit_args(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel *k, int *w) {
     sf_buf_puts(b, "sf_args a = {};\n");
     for (int op = 0; op < k->nops; op++) {
@@ -474,7 +473,6 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         const sf_node *nd = &f->nodes[nodes[j]];
         for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk; q++) {
             const sf_cuda_kernel *k = &sub[q];
-            int w0 = w;
             sf_buf args = {0};
             emit_args(&args, f, k, &w);
             if (k->kind == SF_CUK_SORT) {
@@ -504,9 +502,8 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 free(args.data);
                 continue;
             }
-            size_t b = 0, bo = 0, e = 0;
-            bool found = find_kernel(src, src0, q, &b, &bo, &e);
-            if (!found) fprintf(stderr, "no k%d (kind %d node %d)\n", q, k->kind, k->node);
+            size_t bo = 0, e = 0;
+            bool found = find_kernel(src, src0, q, &bo, &e);
             SF_ASSERT(found);
             emit_copy(&dev, src, bo, e, q);
             sf_buf_printf(&body, "{ // %s (node %d)\n%sk%d_d(a);\n}\n__syncthreads();\n",
@@ -514,7 +511,6 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             if (k->err_slot >= 0) /* stop at the first failing node (its slot holds the error) */
                 sf_buf_printf(&body, "if (*(volatile const u64*)P.w[%d] != 0ull) return;\n",
                               w - 2);
-            (void)w0;
             free(args.data);
         }
     }
