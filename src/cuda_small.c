@@ -476,7 +476,10 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             sf_buf args = {0};
             emit_args(&args, f, k, &w);
             if (k->kind == SF_CUK_SORT) {
-                if (q != sn[j].sort_k) continue;
+                if (q != sn[j].sort_k) {
+                    free(args.data);
+                    continue;
+                }
                 const sf_value *x = &f->values[nd->in[0]];
                 int dim = x->ndim > 0 ? (int)nd->a.dim : 0;
                 int64_t len = x->ndim > 0 ? x->shape[dim] : 1;
