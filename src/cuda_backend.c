@@ -4,6 +4,8 @@
  * the caches (cuda_cache.c) and loads it in the run's context; run binds the caller's
  * device tensors, walks the nodes in order launching their kernels on the caller's stream
  * (scanfuse_options.cuda_stream), and copies the outputs that were not computed in place.
+ * A small segment's one kernel (cuda_small.c) takes its sub-kernels' arguments packed
+ * into one parameter (fill_small).
  *
  * Context: the caller's current context if there is one (memory from PyTorch or CuPy
  * lives there), else the primary context of options.device_id.  A program is bound to
@@ -328,11 +330,10 @@ static void mm_strides(const sf_view *v, int nd, bool is_a, int other_ndim, int6
     }
 }
 
-static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool report) {
+/* The arguments of kernel k at this run. */
+static void fill_args(cuda_run *r, const sf_cuda_kernel *k, const sf_view *copy_dst, bool report,
+                      sf_cuda_args *out) {
     cuda_state *s = r->s;
-    sf_cuda_kernel *k = &s->pl->k[ki];
-    sf_CUfunction fn = s->fn[ki];
-    if (!fn) return SCANFUSE_OK; /* nothing to do (empty) */
     sf_cuda_args args;
     memset(&args, 0, sizeof args);
     const scanfuse_fusion *f = r->p->fusion;
@@ -365,7 +366,44 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     args.aux[7] = report ? 1 : 0;
     args.err = (uint64_t)s->scratch + (uint64_t)(k->err_slot >= 0 ? 16 * k->err_slot : 0);
     args.scratch = (uint64_t)s->scratch + (uint64_t)k->scratch_off;
+    *out = args;
+}
+
+/* A small segment's kernel (cuda_small.c): its parameter packs the arguments of its
+ * sub-kernels, in the words sf_cuda_small_words counts. */
+static void fill_small(cuda_run *r, const sf_cuda_kernel *k, uint64_t *w) {
+    const scanfuse_fusion *f = r->p->fusion;
+    int o = 0;
+    for (int q = 0; q < k->nsub; q++) {
+        const sf_cuda_kernel *sk = &r->s->pl->k[k->sub0 + q];
+        sf_cuda_args args;
+        fill_args(r, sk, NULL, false, &args);
+        for (int op = 0; op < sk->nops; op++) {
+            w[o++] = args.ptr[op];
+            int nd = sf_cuda_small_nd(f, sk, op);
+            for (int d = 0; d < nd; d++) w[o++] = (uint64_t)args.st[op][d];
+        }
+        w[o++] = (uint64_t)args.flags;
+        for (int j = 0; j < 3; j++) w[o++] = (uint64_t)args.aux[j];
+        w[o++] = args.err;
+        w[o++] = args.scratch;
+    }
+}
+
+static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool report) {
+    cuda_state *s = r->s;
+    sf_cuda_kernel *k = &s->pl->k[ki];
+    sf_CUfunction fn = s->fn[ki];
+    if (!fn) return SCANFUSE_OK; /* nothing to do (empty) */
+    sf_cuda_args args;
+    uint64_t words[512]; /* a SMALL kernel's parameter (at most 4 KB, cuda_small.c) */
     void *params[1] = {&args};
+    if (k->kind == SF_CUK_SMALL) {
+        fill_small(r, k, words);
+        params[0] = words;
+    } else {
+        fill_args(r, k, copy_dst, report, &args);
+    }
     sf_CUresult res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, 0, r->stream,
                                            params, NULL);
     if (res != 0) {
@@ -478,6 +516,27 @@ static scanfuse_status exec_setup(cuda_run *r, int i) {
     return SCANFUSE_OK;
 }
 
+/* Can a small segment's one kernel run: is every value of the segment that one of its
+ * reshapes reads (down a chain of reshapes) contiguous?  Gives those values their
+ * buffers now (val_buffer is idempotent). */
+static bool small_views_ok(cuda_run *r, const sf_segment *seg) {
+    const scanfuse_fusion *f = r->p->fusion;
+    for (int j = 0; j < seg->nnodes; j++) {
+        const sf_node *n = &f->nodes[seg->nodes[j]];
+        if (n->op != SF_OP_reshape) continue;
+        int32_t u = n->in[0];
+        int q;
+        while ((q = f->values[u].producer) >= 0 && f->nodes[q].op == SF_OP_reshape) u = f->nodes[q].in[0];
+        if (q < 0 || sf_node_is_setup(f->nodes[q].op) || r->s->pl->vkind[u] != SF_CUV_BUFFER) continue;
+        bool here = false;
+        for (int i = 0; i < seg->nnodes && !here; i++) here = seg->nodes[i] == q;
+        if (!here) continue;
+        val_buffer(r, u);
+        if (!view_contiguous(&r->vals[u].v)) return false;
+    }
+    return true;
+}
+
 /* After a failed run: the message of the first kernel (in launch order) whose error
  * slot is set.  slots holds every slot's 16 bytes. */
 static scanfuse_status run_error(cuda_run *r, const unsigned char *slots) {
@@ -582,6 +641,12 @@ static scanfuse_status cuda_run_program(sf_program *p, const sf_view *inputs,
     for (int sg = 0; sg < p->nsegments; sg++) {
         const sf_segment *seg = &p->segments[sg];
         bool fused = pl->seg_fused[sg];
+        /* a small segment's one kernel (cuda_small.c) reads the segment's reshapes of its
+         * own values as views: when one is not (a non-contiguous output of the caller),
+         * the segment runs node by node, on the kernels it was built from */
+        if (fused && pl->seg_nk[sg] == 1 && pl->k[pl->seg_k0[sg]].kind == SF_CUK_SMALL &&
+            !small_views_ok(&r, seg))
+            fused = false;
         /* fused: setup nodes, then the kernel; else every node in node order */
         for (int j = 0; j < seg->nnodes; j++) {
             int ni = seg->nodes[j];

@@ -1131,6 +1131,17 @@ static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor,
     return SCANFUSE_ERROR_UNSUPPORTED;
 }
 
+scanfuse_status sf_cg_emit_node(sf_cg *g, int ni, char *msg, size_t msglen) {
+    sf_kind kind = sf_op_table[g->f->nodes[ni].op].kind;
+    bool anc = kind == SF_KIND_SCAN || kind == SF_KIND_REDUCTION;
+    g->in_seg[ni] = true;
+    g->pl->node_k0[ni] = g->pl->nkernels;
+    scanfuse_status st = emit_group(g, &ni, 1, anc ? ni : -1, msg, msglen);
+    g->pl->node_nk[ni] = g->pl->nkernels - g->pl->node_k0[ni];
+    g->in_seg[ni] = false;
+    return st;
+}
+
 /* The kernels that materialize setup node ni when something reads it from memory. */
 static void emit_setup(sf_cg *g, int ni) {
     const scanfuse_fusion *f = g->f;
@@ -1360,12 +1371,25 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
             emit_setup(&g, ni);
         }
         pl->seg_k0[s] = pl->nkernels;
+        pl->seg_fused[s] = false;
         int nl = 0;
         for (int j = 0; j < seg->nnodes; j++)
             if (is_compute(f, seg->nodes[j])) list[nl++] = seg->nodes[j];
         if (nl == 0) {
             pl->seg_nk[s] = 0;
             continue;
+        }
+        /* a small segment: one kernel of one block when it fits (cuda_small.c); its one
+         * kernel is launched as a fused segment's */
+        if (!fused[s] && seg->kind == SF_SEG_SMALL) {
+            bool taken = false;
+            st = sf_cg_small(&g, list, nl, &taken, msg, msglen);
+            if (taken) {
+                pl->seg_k0[s] = pl->nkernels - 1;
+                pl->seg_nk[s] = 1;
+                pl->seg_fused[s] = true;
+                continue;
+            }
         }
         if (fused[s]) {
             for (int j = 0; j < nl; j++) in_seg[list[j]] = true;
@@ -1466,7 +1490,7 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
     pl->seg_fused = sf_calloc(ns, sizeof *pl->seg_fused);
     /* at most: per node 3 (check, main, finish / sort steps are counted in cuda_index.c's
      * bound), plus setup kernels, plus output copies */
-    size_t cap = (size_t)f->noutputs + 8;
+    size_t cap = (size_t)f->noutputs + 8 + ns; /* + a small segment's one kernel */
     for (int i = 0; i < f->nnodes; i++) /* sorts: chunk sort, up to 40 merge passes, emit */
         cap += (f->nodes[i].op == SF_OP_argsort || f->nodes[i].op == SF_OP_topk) ? 48 : 4;
     pl->k = sf_calloc(cap, sizeof *pl->k);
@@ -1523,7 +1547,7 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
         fused[bad] = false;
     }
     if (st != SCANFUSE_OK) goto fail_msg;
-    for (int s = 0; s < p->nsegments; s++) pl->seg_fused[s] = fused[s];
+    for (int s = 0; s < p->nsegments; s++) pl->seg_fused[s] = fused[s] || pl->seg_fused[s];
     free(fused);
     free(seg_of);
     free(is_out);

@@ -23,7 +23,9 @@
  * values stay in registers; only its outputs touch memory); otherwise its compute nodes
  * run one kernel each, and then every value they produce has memory.  A fused segment's
  * gathers that something else reads (an output, a later segment) also run a kernel of
- * their own before the fused one, and unproven indices a check kernel.
+ * their own before the fused one, and unproven indices a check kernel.  A SMALL segment
+ * whose data fits one block runs those per-node kernels' bodies in ONE kernel of one block
+ * (cuda_small.c), launched like a fused segment's; its values have memory too.
  */
 #ifndef SF_CUDA_CODEGEN_H
 #define SF_CUDA_CODEGEN_H
@@ -78,7 +80,8 @@ typedef enum sf_cuda_kkind {
     SF_CUK_RED_THREAD, /* reduction: a thread per (output, split)                      */
     SF_CUK_RED_FINISH, /* combines the splits' partial states in order                 */
     SF_CUK_CHECK,      /* index range check (error slot: first bad position, value)    */
-    SF_CUK_SORT        /* sort steps (chunk sort, merge passes, emit)                  */
+    SF_CUK_SORT,       /* sort steps (chunk sort, merge passes, emit)                  */
+    SF_CUK_SMALL       /* a whole small segment, one block (cuda_small.c)              */
 } sf_cuda_kkind;
 
 typedef struct sf_cuda_kernel {
@@ -99,6 +102,8 @@ typedef struct sf_cuda_kernel {
     int err_slot;                       /* >= 0: its error slot (fallible kernels) */
     char err_what[16];                  /* CHECK: "index", "class", "id", "key"           */
     char err_range[64];                 /* CHECK: "dim 1 has size 5", "num_classes=4", ... */
+    int sub0, nsub;                     /* SMALL: the kernels k[sub0 .. sub0+nsub) whose
+                                           arguments its parameter packs (cuda_small.c) */
 } sf_cuda_kernel;
 
 /* How a value's memory is provided at run time. */
@@ -235,5 +240,27 @@ int64_t sf_cg_gather_size(const scanfuse_fusion *f, const sf_node *n, char *rang
  * range or the result is empty): a bad one raises its error slot with the reference's
  * message; the kernels reading the indices clamp them. */
 void sf_cg_gather_check(sf_cg *g, int ni);
+
+/* The kernels of compute node ni alone, as a segment run node by node has them (sets
+ * node_k0/node_nk; cuda_codegen.c). */
+scanfuse_status sf_cg_emit_node(sf_cg *g, int ni, char *msg, size_t msglen);
+
+/* Small segments (cuda_small.c): a SMALL segment whose data fits one block runs as one
+ * kernel of one block.  sf_cg_small emits it when it can (*taken; its sub-kernels, the
+ * segment's node-by-node kernels, stay in the plan with node_k0/node_nk set, so a run can
+ * still go node by node; when not taken the plan and the source are as they were, and
+ * the caller runs the segment node by node).  sf_cuda_small_words is the number of 8-byte
+ * words a SMALL kernel's parameter holds for sub-kernel k (the launcher packs them in the
+ * same order: ptr and strides of each operand (sf_cuda_small_nd of them), flags,
+ * aux[0..2], err, scratch). */
+scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
+                            size_t msglen);
+/* argsort of an argsort's result along the same dim (rows that are permutations of
+ * [0, len): the stable sort is a scatter): sf_cg_perm_sort emits that kernel (operands
+ * and So struct as emit_sort has them) and returns true, else false. */
+bool sf_cg_is_perm_sort(const scanfuse_fusion *f, int ni);
+bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops);
+int sf_cuda_small_nd(const scanfuse_fusion *f, const sf_cuda_kernel *k, int op);
+int sf_cuda_small_words(const scanfuse_fusion *f, const sf_cuda_kernel *k);
 
 #endif /* SF_CUDA_CODEGEN_H */

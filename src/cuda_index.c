@@ -410,6 +410,8 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
     }
     const char *tf = isf ? "true" : "false", *df = desc ? "true" : "false";
     int sms = g->sms > 0 ? g->sms : 132;
+    /* argsort of a permutation (the MoE's inverse): a scatter (cuda_small.c) */
+    if (!topk && sf_cg_perm_sort(g, ni, so, ops, nops)) return SCANFUSE_OK;
     /* argsort of integer keys in a known small range (range=, or made by topk/argsort):
      * a counting sort, one block a row (as the CPU, for R <= 2n + 16) */
     int64_t krange = 0, rlo, rhi;

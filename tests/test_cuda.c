@@ -692,6 +692,41 @@ static void build_programs(void) {
             q->expect = SCANFUSE_ERROR_VALUE;
         }
     }
+    /* small segments as one block (cuda_small.c): the routing at small and odd sizes
+     * (k = 1, 2, 3; E not a power of two; ties, NaN and infinities in the logits; the
+     * inverse as a scatter; the counting sort ascending and descending) */
+    const char *const route[] = {
+        "input logits: bfloat16[37, 6]\n"
+        "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+        "pairs = reshape(expert, [37])\ncounts = bincount(pairs, minlength=6)\n"
+        "offsets = cumsum(counts, dim=0, dtype=int32)\nstarts = pad(offsets, [1, 0])\n"
+        "aligned = cumsum(mul(floor_divide(add(counts, 3), 4), 4), dim=0, exclusive=true)\n"
+        "perm = argsort(pairs, stable=true)\ninverse = argsort(perm, stable=true)\n"
+        "token = floor_divide(perm, 1)\n"
+        "output expert, score, counts, offsets, starts, aligned, perm, inverse, token\n",
+        "input logits: float32[50, 5]\n"
+        "top, expert = topk(logits, 2, dim=1, largest=false)\nscore = sigmoid(top)\n"
+        "pairs = reshape(expert, [100])\ncounts = bincount(pairs, minlength=5)\n"
+        "offsets = cumsum(counts, dim=0)\nperm = argsort(pairs, descending=true)\n"
+        "inverse = argsort(perm, descending=true)\ntoken = floor_divide(perm, 2)\n"
+        "output expert, score, counts, offsets, perm, inverse, token\n",
+        "input logits: bfloat16[300, 100]\n"
+        "top, expert = topk(logits, 3, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+        "pairs = reshape(expert, [900])\ncounts = bincount(pairs, minlength=100)\n"
+        "offsets = cumsum(counts, dim=0, dtype=int32)\n"
+        "perm = argsort(pairs, stable=true)\ninverse = argsort(perm, stable=true)\n"
+        "token = floor_divide(perm, 3)\n"
+        "output expert, score, counts, offsets, perm, inverse, token\n"};
+    for (int i = 0; i < 3; i++) {
+        prog *rp = prog_raw(route[i], T_EXACT);
+        rp->tol[1] = T_ULP1; /* sigmoid */
+        rp->gen[0] = i == 2 ? G_DEFAULT : G_TIES;
+    }
+    /* a small segment with a float cumsum (rows of topk values) */
+    prog_raw("input logits: float32[64, 8]\n"
+             "top, idx = topk(logits, 4, dim=1)\nc = cumsum(top, dim=1)\n"
+             "cnt = bincount(reshape(idx, [256]), minlength=8)\noutput top, idx, c, cnt\n", T_EXACT)
+        ->tol[2] = T_SUM;
     /* run-time errors */
     prog *p = prog_raw("input x0: int32[5, 8]\ninput x1: int32[5, 8]\n"
                        "r = remainder(x0, x1)\nc = cumsum(r, dim=1)\noutput c, r\n", T_EXACT);
@@ -709,6 +744,23 @@ static void build_programs(void) {
     p = prog_raw("input x0: int64[3, 9]\nk = argsort(x0, dim=1, range=5)\noutput k\n", T_EXACT);
     p->gen[0] = G_INDEX;
     p->irange[0] = 7;
+    p->expect = SCANFUSE_ERROR_VALUE;
+    /* ... inside a small segment's one kernel: an id out of range (the check phase stops
+     * the block; the check kernel's report launch names the value), then a division by
+     * zero after valid ids */
+    const char *small_err = "input ids: int64[40]\ninput d: int64[8]\n"
+                            "c = bincount(ids, minlength=8)\no = cumsum(c, dim=0)\nr = remainder(o, d)\n"
+                            "output c, o, r\n";
+    p = prog_raw(small_err, T_EXACT);
+    p->gen[0] = G_INDEX;
+    p->irange[0] = 10;
+    p->gen[1] = G_NONZERO;
+    p->expect = SCANFUSE_ERROR_VALUE;
+    p = prog_raw(small_err, T_EXACT);
+    p->gen[0] = G_INDEX;
+    p->irange[0] = 8;
+    p->gen[1] = G_INDEX;
+    p->irange[1] = 3;
     p->expect = SCANFUSE_ERROR_VALUE;
 }
 
@@ -852,8 +904,22 @@ static void build_coverage(void) {
              "h = cumsum(arange(16, dtype=float32), dim=0)\nmx = max(x2, dim=1, keepdim=true)\n"
              "sm = div(exp(sub(x2, mx)), sum(exp(sub(x2, mx)), dim=1, keepdim=true))\n"
              "output y, c, d, e, h, sm\n", T_EXACT);
-    const char *ex[] = {"moe_slots", "top_p"};
-    for (int i = 0; i < 2; i++) {
+    /* small segments as one block (cuda_small.c): topk of float and bfloat16 keys both
+     * ways, the counting sort and the inverse scatter both ways, a check phase, a
+     * division slot, warp scans of int64 and float32, pad */
+    prog_raw("input logits: float32[50, 5]\ninput lb: bfloat16[37, 6]\ninput ids: int64[40]\ninput d: int64[8]\n"
+             "top, expert = topk(logits, 2, dim=1, largest=false)\nscore = sigmoid(top)\n"
+             "pairs = reshape(expert, [100])\ncounts = bincount(pairs, minlength=5)\n"
+             "offsets = cumsum(counts, dim=0)\nperm = argsort(pairs, descending=true)\n"
+             "inverse = argsort(perm, descending=true)\ntoken = floor_divide(perm, 2)\n"
+             "t2, e2 = topk(lb, 1, dim=1)\np2 = reshape(e2, [37])\nc2 = bincount(p2, minlength=6)\n"
+             "st2 = pad(cumsum(c2, dim=0, dtype=int32), [1, 0])\nq2 = argsort(p2)\ni2 = argsort(q2)\n"
+             "fc = cumsum(cast(t2, float32), dim=0)\n"
+             "c = bincount(ids, minlength=8)\no = cumsum(c, dim=0)\nr = remainder(o, d)\n"
+             "output expert, score, counts, offsets, perm, inverse, token, t2, st2, q2, i2, fc, c, o, r\n",
+             T_EXACT);
+    const char *ex[] = {"moe_slots", "top_p", "moe_routing"};
+    for (int i = 0; i < 3; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/examples/%s.sf", SF_SOURCE_DIR, ex[i]);
         FILE *fp = fopen(path, "r");

@@ -1,0 +1,539 @@
+/*
+ * cuda_small.c — small segments on the GPU: a SMALL segment (segment.c: index and sort
+ * ops with their neighbours, every result small enough to stay in cache; the MoE
+ * routing from topk to the inverse permutation) whose data fits one multiprocessor runs
+ * as ONE kernel of ONE block of SF_SMALL_THREADS threads instead of one or more launches
+ * per node.  At Llama sizes the routing is ~15 kernels of a few µs each for a few KB of
+ * data each; one block does all of it in about the time of two launches.
+ *
+ * How: the segment's nodes are first generated exactly as a segment run node by node has
+ * them (sf_cg_emit_node: the same templates, so the same numerics, bit for bit); those
+ * kernels stay in the source (a check kernel's report launch, after a failure, and the
+ * loader need them) and are never launched on their own.  Each one this kernel runs is
+ * copied as a __device__ function ("k<i>_d"); the SMALL kernel then calls them in node
+ * order with a __syncthreads() between phases, each with its own sf_args rebuilt from the
+ * kernel's one parameter (SfP_k<i>: for every sub-kernel, the address and the strides of
+ * each operand, flags, aux[0..2], its error slot and its scratch, packed by the launcher
+ * in the order sf_cuda_small_words counts; at most 4 KB, the classic parameter limit).
+ * Intermediates live in the arena as in a node-by-node run (they stay in L1/L2).
+ *
+ * Which kernels can be called from one block: element-wise kernels and check kernels
+ * (grid-stride loops written for 256-thread blocks: in the copy, gridDim.x reads
+ * SF_VGRID = blockDim.x / 256, so one block of 1024 threads covers the iteration space
+ * as 4 blocks of 256 would), and warp-per-row scans (sf_warp_scan loops over rows by
+ * warps of the block).  Sorts have block-level templates of their own here:
+ *  - topk with k <= 16 over rows of <= 512: a warp per row (a few rows a warp at once,
+ *    so their loads are in flight together), k selection rounds under the sort's total
+ *    order (key, position; NaN above every number): round j takes the first item after
+ *    round j-1's in that order, so the result is the stable sort's first k, as PyTorch
+ *    and the reference have it;
+ *  - argsort of integer keys in a known range of <= 256 (the expert ids) over <= 64 rows:
+ *    the counting sort of sf_count_sort for a block of any number of warps (histogram,
+ *    its scan, then chunks of the row in order, a position's slot found from the counts
+ *    of its key in earlier warps and its rank among its warp's peers: stable);
+ *  - argsort of an argsort's result along the same dim (the inverse permutation): each
+ *    row of the input is a permutation of [0, len), so the stable sort is the scatter
+ *    y[key] = position (y[len-1-key] descending), any length, no histogram at all.
+ * Any other kernel shape (look-back scans, reductions, long sorts) keeps the segment
+ * node by node, as does a segment whose data is not small (below).
+ *
+ * "Small": the distinct values the segment's compute nodes read and write together at
+ * most SF_SMALL_BYTES (1 MiB).  One multiprocessor streams that from L2/HBM in a few µs
+ * (the MoE routing at Llama sizes, T=2048, E=128, k=1, touches ~0.6 MB: logits 512 KB);
+ * at DeepSeek sizes (T=4096, E=256, k=8: ~3 MB) the per-row topk alone would keep one
+ * block busy for longer than the node-by-node kernels take on the whole GPU.
+ *
+ * Errors: a check phase (the node's check kernel, copied) raises that check kernel's error
+ * slot exactly as its launch would; after every fallible phase the block reads the slot
+ * and, when set, stops (uniformly: every thread reads it after the barrier), so the first
+ * failing node in node order is the one reported, with the reference's message: the
+ * launcher finds the slot and makes the check kernel's report launch (cuda_backend.c's
+ * run_error).  Every phase clamps its indices, so nothing is out of bounds either way.
+ *
+ * Views: the launcher materializes a segment's setup nodes before its kernel runs, and a
+ * reshape of a non-contiguous value would be a copy of a value this kernel has not
+ * written yet.  The segment's own values live in the arena or staging (contiguous) unless
+ * they are the caller's outputs; when a reshape reads a non-contiguous one, the launcher
+ * runs the segment node by node instead, on the sub-kernels, which are exactly the
+ * node-by-node kernels (cuda_backend.c, small_views_ok).  A segment with a reshape of
+ * another view of its own values runs node by node always.
+ */
+#include "cuda_codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SF_SMALL_BYTES ((int64_t)1 << 20)
+#define SF_SMALL_THREADS 1024
+#define SF_SMALL_MAXWORDS 512 /* 4 KB of parameter */
+
+int sf_cuda_small_nd(const scanfuse_fusion *f, const sf_cuda_kernel *k, int op) {
+    switch (k->ops[op].mode) {
+    case SF_CUOP_ITER: return k->ops[op].space ? k->ndim2 : k->ndim;
+    case SF_CUOP_OWN: return f->values[k->ops[op].value].ndim;
+    default: return k->ndim;
+    }
+}
+
+int sf_cuda_small_words(const scanfuse_fusion *f, const sf_cuda_kernel *k) {
+    int w = 6; /* flags, aux[0..2], err, scratch */
+    for (int op = 0; op < k->nops; op++) w += 1 + sf_cuda_small_nd(f, k, op);
+    return w;
+}
+
+/* The compute node producing v, following setup nodes down to it (-1: none).  *bad is
+ * set when a reshape sits above another kind of view on the way (its launch may copy). */
+static int base_producer(const scanfuse_fusion *f, int32_t v, bool *bad) {
+    bool reshape_above = false;
+    *bad = false;
+    for (;;) {
+        int p = f->values[v].producer;
+        if (p < 0) return -1;
+        const sf_node *n = &f->nodes[p];
+        if (!sf_node_is_setup(n->op)) return p;
+        if (n->nin == 0) return -1;
+        if (n->op == SF_OP_reshape) reshape_above = true;
+        else if (reshape_above) *bad = true;
+        v = n->in[0];
+    }
+}
+
+/* Device templates of small kernels, emitted once per source (one line of CUDA per
+ * string, as in cuda_prelude.c). */
+static const char *const small_prelude[] = {
+    "// ---- small segments: one block runs the segment (cuda_small.c) ----",
+    "#define SF_VGRID (blockDim.x >> 8)",
+    "template <bool ISF, bool DESC> __device__ __forceinline__ sf_skey sf_warp_first(sf_skey x) {",
+    "#pragma unroll",
+    "    for (int d = 16; d > 0; d >>= 1) {",
+    "        sf_skey y;",
+    "        y.k = __shfl_xor_sync(0xffffffffu, x.k, d);",
+    "        y.pos = __shfl_xor_sync(0xffffffffu, x.pos, d);",
+    "        if (sf_before<ISF, DESC>(y, x)) x = y;",
+    "    }",
+    "    return x;",
+    "}",
+    "// topk: a warp per row, G rows at once (their loads in flight together), lane l holds",
+    "// positions l, l+32, ...; round j takes the first item after round j-1's in the total",
+    "// order (key, position), so the K results are the stable sort's first K.",
+    "template <class So, bool ISF, bool DESC, int ITEMS, int G>",
+    "__device__ __forceinline__ void sf_topk_warps(const sf_args& a, i64 rows, i64 len, i64 K) {",
+    "    const int lane = threadIdx.x & 31;",
+    "    const i64 nw = blockDim.x >> 5;",
+    "    for (i64 r0 = (i64)(threadIdx.x >> 5) * G; r0 < rows; r0 += nw * G) {",
+    "        sf_skey it[G][ITEMS];",
+    "#pragma unroll",
+    "        for (int g = 0; g < G; ++g)",
+    "#pragma unroll",
+    "            for (int q = 0; q < ITEMS; ++q) {",
+    "                const i64 t = (i64)q * 32 + lane;",
+    "                const bool ok = r0 + g < rows && t < len;",
+    "                it[g][q].pos = ok ? t : -1;",
+    "                it[g][q].k = ok ? So::key(a, r0 + g, t) : 0ull;",
+    "            }",
+    "#pragma unroll",
+    "        for (int g = 0; g < G; ++g) {",
+    "            if (r0 + g >= rows) break;",
+    "            sf_skey prev;",
+    "            prev.k = 0ull;",
+    "            prev.pos = -1;",
+    "            for (i64 j = 0; j < K; ++j) {",
+    "                sf_skey best;",
+    "                best.k = 0ull;",
+    "                best.pos = -1;",
+    "#pragma unroll",
+    "                for (int q = 0; q < ITEMS; ++q) {",
+    "                    const bool after = j == 0 || sf_before<ISF, DESC>(prev, it[g][q]);",
+    "                    if (after && sf_before<ISF, DESC>(it[g][q], best)) best = it[g][q];",
+    "                }",
+    "                best = sf_warp_first<ISF, DESC>(best);",
+    "                if (lane == 0) So::out(a, r0 + g, j, best);",
+    "                prev = best;",
+    "            }",
+    "        }",
+    "    }",
+    "}",
+    "// Counting sort of rows whose integer keys lie in [0, range), range <= R (a power of two",
+    "// >= 32), by one block of NW warps, the rows in turn: sf_count_sort's algorithm with the",
+    "// block's own warp count; sh: (NW + 1) * R ints of shared memory.",
+    "template <class So, bool DESC, int R, int NW>",
+    "__device__ __forceinline__ void sf_count_sort_blk(const sf_args& a, i64 rows, i64 len, i64 range, int* sh) {",
+    "    int* s_start = sh;",
+    "    int* s_cnt = sh + R; /* [NW][R] */",
+    "    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;",
+    "    for (i64 r = 0; r < rows; ++r) {",
+    "        for (int b = threadIdx.x; b < (NW + 1) * R; b += blockDim.x) sh[b] = 0;",
+    "        __syncthreads();",
+    "        for (i64 t = threadIdx.x; t < len; t += blockDim.x) {",
+    "            i64 key = (i64)So::key(a, r, t);",
+    "            key = key < 0 ? 0 : (key >= range ? range - 1 : key);",
+    "            atomicAdd(&s_start[DESC ? (int)(range - 1 - key) : (int)key], 1);",
+    "        }",
+    "        __syncthreads();",
+    "        if (w == 0) {",
+    "            constexpr int PER = R / 32;",
+    "            int sum = 0;",
+    "            for (int q = 0; q < PER; ++q) sum += s_start[lane * PER + q];",
+    "            int inc = sum;",
+    "#pragma unroll",
+    "            for (int d = 1; d < 32; d <<= 1) {",
+    "                const int y = __shfl_up_sync(0xffffffffu, inc, d);",
+    "                if (lane >= d) inc += y;",
+    "            }",
+    "            int run = inc - sum;",
+    "            for (int q = 0; q < PER; ++q) {",
+    "                const int n = s_start[lane * PER + q];",
+    "                s_start[lane * PER + q] = run;",
+    "                run += n;",
+    "            }",
+    "        }",
+    "        __syncthreads();",
+    "        for (i64 c0 = 0; c0 < len; c0 += blockDim.x) {",
+    "            const i64 t = c0 + threadIdx.x;",
+    "            const bool valid = t < len;",
+    "            int kb = -1;",
+    "            if (valid) {",
+    "                i64 key = (i64)So::key(a, r, t);",
+    "                key = key < 0 ? 0 : (key >= range ? range - 1 : key);",
+    "                kb = DESC ? (int)(range - 1 - key) : (int)key;",
+    "            }",
+    "            const unsigned peers = __match_any_sync(0xffffffffu, kb);",
+    "            const int rank = __popc(peers & ((1u << lane) - 1u)), wc = __popc(peers);",
+    "            const bool leader = lane == __ffs(peers) - 1;",
+    "            if (valid && leader) s_cnt[w * R + kb] = wc;",
+    "            __syncthreads();",
+    "            if (valid) {",
+    "                int pos = s_start[kb] + rank;",
+    "                for (int q = 0; q < w; ++q) pos += s_cnt[q * R + kb];",
+    "                sf_skey it;",
+    "                it.pos = t;",
+    "                it.k = 0ull;",
+    "                So::out(a, r, pos, it);",
+    "            }",
+    "            __syncthreads();",
+    "            if (valid && leader) {",
+    "                atomicAdd(&s_start[kb], wc);",
+    "                s_cnt[w * R + kb] = 0;",
+    "            }",
+    "            __syncthreads();",
+    "        }",
+    "    }",
+    "}",
+    "// argsort of rows that are permutations of [0, len) (an argsort's result): the stable",
+    "// sort is the scatter y[key] = position (keys clamped: in bounds whatever the input);",
+    "// grid-stride (the node-by-node kernel of such an argsort too).",
+    "template <class So, bool DESC>",
+    "__device__ __forceinline__ void sf_perm_inverse(const sf_args& a, i64 rows, i64 len) {",
+    "    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < rows * len; e += (i64)gridDim.x * blockDim.x) {",
+    "        const i64 r = e / len, t = e - r * len;",
+    "        i64 key = (i64)So::key(a, r, t);",
+    "        key = key < 0 ? 0 : (key >= len ? len - 1 : key);",
+    "        sf_skey it;",
+    "        it.pos = t;",
+    "        it.k = 0ull;",
+    "        So::out(a, r, DESC ? len - 1 - key : key, it);",
+    "    }",
+    "}",
+    NULL};
+
+static void ensure_small_prelude(sf_buf *dst, const sf_buf *src) {
+    if (src->data && strstr(src->data, "#define SF_VGRID")) return;
+    for (int i = 0; small_prelude[i]; i++) {
+        sf_buf_puts(dst, small_prelude[i]);
+        sf_buf_puts(dst, "\n");
+    }
+}
+
+bool sf_cg_is_perm_sort(const scanfuse_fusion *f, int ni) {
+    const sf_node *n = &f->nodes[ni];
+    if (n->op != SF_OP_argsort) return false;
+    const sf_value *x = &f->values[n->in[0]];
+    int p = x->producer;
+    return p >= 0 && f->nodes[p].op == SF_OP_argsort && x->ndim > 0 && f->nodes[p].a.dim == n->a.dim &&
+           f->values[f->nodes[p].in[0]].ndim == x->ndim;
+}
+
+bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops) {
+    const scanfuse_fusion *f = g->f;
+    if (!sf_cg_is_perm_sort(f, ni)) return false;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]];
+    int64_t len = x->shape[n->a.dim], rows = len > 0 ? sf_value_numel(x) / len : 0;
+    ensure_small_prelude(g->src, g->src);
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+    k->nops = nops;
+    memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
+    k->block = 256;
+    int64_t blocks = (rows * len + 255) / 256, cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
+    k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+    sf_buf_printf(g->src,
+                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "sf_perm_inverse<%s, %s>(a, %lldll, %lldll);\n}\n\n",
+                  (int)(k - g->pl->k), so, n->a.descending ? "true" : "false", (long long)rows,
+                  (long long)len);
+    return true;
+}
+
+/* How one node runs in the small kernel. */
+typedef enum { PH_COPIES, PH_TOPK, PH_COUNT, PH_PERM, PH_NONE } ph_kind;
+
+typedef struct small_node {
+    ph_kind kind;
+    int k0, nk;     /* its kernels */
+    int sort_k;     /* PH_TOPK/COUNT/PERM: the first sort kernel (its So struct, operands) */
+    int items, grp; /* PH_TOPK */
+    int R;          /* PH_COUNT */
+    int64_t range;  /* PH_COUNT */
+} small_node;
+
+/* How sort node ni runs in one block, or PH_NONE. */
+static ph_kind sort_kind(const sf_cg *g, int ni, small_node *sn) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]];
+    int nd = x->ndim, dim = nd > 0 ? (int)n->a.dim : 0;
+    int64_t len = nd > 0 ? x->shape[dim] : 1;
+    int64_t rows = len > 0 ? sf_value_numel(x) / len : 0;
+    bool isf = sf_dtype_is_float(x->dtype);
+    if (n->op == SF_OP_topk) {
+        if (len > 16 * 32 || n->a.count > 16) return PH_NONE;
+        sn->items = (int)((len + 31) / 32);
+        if (sn->items < 1) sn->items = 1;
+        sn->grp = 16 / sn->items > 4 ? 4 : 16 / sn->items;
+        if (sn->grp < 1) sn->grp = 1;
+        return PH_TOPK;
+    }
+    if (isf) return PH_NONE;
+    if (sf_cg_is_perm_sort(f, ni)) return PH_PERM;
+    int64_t krange = 0, rlo, rhi;
+    if (n->a.has_count) krange = n->a.count;
+    else if (sf_int_range(f, n->in[0], &rlo, &rhi) && rlo >= 0) krange = rhi + 1;
+    if (krange <= 0 || rows > 64 || len >= ((int64_t)1 << 30)) return PH_NONE;
+    int R = 32;
+    while (R < krange) R *= 2;
+    if (R > 256) return PH_NONE;
+    sn->R = R;
+    sn->range = krange;
+    return PH_COUNT;
+}
+
+/* Kernel i's function in the source from `from`: *body at its opening brace, *e past its
+ * closing brace.  False when absent. */
+static bool find_kernel(const char *src, size_t from, int i, size_t *body, size_t *e) {
+    char sig[48];
+    snprintf(sig, sizeof sig, ") k%d(const sf_args a) {\n", i);
+    const char *s = strstr(src + from, sig);
+    if (!s) return false;
+    const char *start = s;
+    while (start > src + from && strncmp(start, "extern \"C\"", 10) != 0) start--;
+    if (strncmp(start, "extern \"C\"", 10) != 0) return false;
+    const char *open = s + strlen(sig) - 2;
+    int depth = 0;
+    const char *q = open;
+    for (; *q; q++) {
+        if (*q == '{') depth++;
+        else if (*q == '}' && --depth == 0) break;
+    }
+    if (!*q) return false;
+    *body = (size_t)(open - src);
+    *e = (size_t)(q + 1 - src);
+    return true;
+}
+
+/* Appends kernel i's body as "k<i>_d", a device function of the block (gridDim.x reads
+ * SF_VGRID: the grid-stride loops written for 256-thread blocks cover the space once). */
+static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i) {
+    sf_buf_printf(out, "static __device__ __forceinline__ void k%d_d(const sf_args& a) ", i);
+    const char *p = src + body, *end = src + e;
+    while (p < end) {
+        const char *hit = strstr(p, "gridDim.x");
+        if (!hit || hit >= end) {
+            sf_buf_printf(out, "%.*s", (int)(end - p), p);
+            break;
+        }
+        sf_buf_printf(out, "%.*sSF_VGRID", (int)(hit - p), p);
+        p = hit + 9;
+    }
+    sf_buf_puts(out, "\n\n");
+}
+
+/* The local sf_args of sub-kernel k from the parameter words from *w on (advanced). */
+static void emit_args(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel *k, int *w) {
+    sf_buf_puts(b, "sf_args a = {};\n");
+    for (int op = 0; op < k->nops; op++) {
+        sf_buf_printf(b, "a.ptr[%d] = P.w[%d];\n", op, (*w)++);
+        int nd = sf_cuda_small_nd(f, k, op);
+        for (int d = 0; d < nd; d++) sf_buf_printf(b, "a.st[%d][%d] = (i64)P.w[%d];\n", op, d, (*w)++);
+    }
+    sf_buf_printf(b, "a.flags = (i64)P.w[%d];\n", (*w)++);
+    for (int j = 0; j < 3; j++) sf_buf_printf(b, "a.aux[%d] = (i64)P.w[%d];\n", j, (*w)++);
+    sf_buf_printf(b, "a.err = P.w[%d];\n", (*w)++);
+    sf_buf_printf(b, "a.scratch = P.w[%d];\n", (*w)++);
+}
+
+scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
+                            size_t msglen) {
+    const scanfuse_fusion *f = g->f;
+    sf_cuda_plan *pl = g->pl;
+    *taken = false;
+    if (n < 2 || sf_cg_tune("small", 1) == 0) return SCANFUSE_OK;
+    /* the data: every distinct value the compute nodes read or write */
+    size_t nv = (size_t)(f->nvalues > 0 ? f->nvalues : 1);
+    uint8_t *seen = sf_calloc(nv, 1);
+    bool *in_list = sf_calloc((size_t)(f->nnodes > 0 ? f->nnodes : 1), 1);
+    small_node *sn = sf_calloc((size_t)n, sizeof *sn);
+    if (!seen || !in_list || !sn) {
+        free(seen);
+        free(in_list);
+        free(sn);
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    for (int j = 0; j < n; j++) in_list[nodes[j]] = true;
+    int64_t bytes = 0;
+    bool ok = true;
+    for (int j = 0; j < n && ok; j++) {
+        const sf_node *nd = &f->nodes[nodes[j]];
+        for (int q = 0; q < nd->nin + nd->nout; q++) {
+            int32_t v = q < nd->nin ? nd->in[q] : nd->out[q - nd->nin];
+            int kind = pl->vkind[v];
+            if (seen[v] || kind == SF_CUV_LITERAL || kind == SF_CUV_INLINE) continue;
+            seen[v] = 1;
+            bytes += sf_value_numel(&f->values[v]) * (int64_t)scanfuse_dtype_size(f->values[v].dtype);
+        }
+    }
+    ok = bytes <= SF_SMALL_BYTES;
+    /* a reshape of another view of this segment's values would be copied before the
+     * kernel runs (see the header) */
+    for (int i = 0; i < f->nnodes && ok; i++) {
+        if (f->nodes[i].op != SF_OP_reshape) continue;
+        bool bad;
+        int p = base_producer(f, f->nodes[i].out[0], &bad);
+        if (p >= 0 && in_list[p] && bad) ok = false;
+    }
+    free(seen);
+    free(in_list);
+    if (!ok) {
+        free(sn);
+        return SCANFUSE_OK;
+    }
+    /* the node-by-node kernels, as they would run */
+    size_t src0 = g->src->len;
+    int nk0 = pl->nkernels, nerr0 = pl->nerr;
+    bool fail0 = pl->may_fail;
+    scanfuse_status st = SCANFUSE_OK;
+    for (int j = 0; j < n && ok; j++) {
+        int ni = nodes[j];
+        sn[j].k0 = pl->nkernels;
+        st = sf_cg_emit_node(g, ni, msg, msglen);
+        sn[j].nk = pl->nkernels - sn[j].k0;
+        if (st != SCANFUSE_OK) {
+            ok = false;
+            break;
+        }
+        const sf_node *nd = &f->nodes[ni];
+        bool sort = nd->op == SF_OP_topk || nd->op == SF_OP_argsort;
+        sn[j].kind = PH_COPIES;
+        sn[j].sort_k = -1;
+        for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk && ok; q++) {
+            const sf_cuda_kernel *k = &pl->k[q];
+            if (sort && k->kind == SF_CUK_SORT) {
+                if (sn[j].sort_k < 0) sn[j].sort_k = q;
+                continue;
+            }
+            ok = (k->kind == SF_CUK_ELEM || k->kind == SF_CUK_CHECK || k->kind == SF_CUK_SCAN_WARP) &&
+                 k->ntiles == 0 && k->scratch_bytes == 0;
+        }
+        if (ok && sn[j].sort_k >= 0) {
+            sn[j].kind = sort_kind(g, ni, &sn[j]);
+            ok = sn[j].kind != PH_NONE;
+        }
+    }
+    int words = 0;
+    for (int q = nk0; q < pl->nkernels && ok; q++) words += sf_cuda_small_words(f, &pl->k[q]);
+    if (st == SCANFUSE_ERROR_UNSUPPORTED || st == SCANFUSE_OK) st = SCANFUSE_OK;
+    if (!ok || words > SF_SMALL_MAXWORDS || g->src->oom) {
+        /* back to the state before: the caller runs the segment node by node */
+        pl->nkernels = nk0;
+        pl->nerr = nerr0;
+        pl->may_fail = fail0;
+        g->src->len = src0;
+        if (g->src->data) g->src->data[src0] = '\0';
+        free(sn);
+        return st;
+    }
+    /* device copies of the kernels the block calls */
+    sf_buf dev = {0}, body = {0};
+    const char *src = g->src->data;
+    ensure_small_prelude(&dev, g->src);
+    int shared = 0, w = 0;
+    sf_cuda_kernel *sub = pl->k;
+    for (int j = 0; j < n; j++) {
+        const sf_node *nd = &f->nodes[nodes[j]];
+        for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk; q++) {
+            const sf_cuda_kernel *k = &sub[q];
+            sf_buf args = {0};
+            emit_args(&args, f, k, &w);
+            if (k->kind == SF_CUK_SORT) {
+                if (q != sn[j].sort_k) {
+                    free(args.data);
+                    continue;
+                }
+                const sf_value *x = &f->values[nd->in[0]];
+                int dim = x->ndim > 0 ? (int)nd->a.dim : 0;
+                int64_t len = x->ndim > 0 ? x->shape[dim] : 1;
+                int64_t rows = len > 0 ? sf_value_numel(x) / len : 0;
+                bool desc = nd->op == SF_OP_topk ? nd->a.largest : nd->a.descending;
+                const char *df = desc ? "true" : "false";
+                sf_buf_printf(&body, "{ // %s (node %d)\n%s", sf_op_table[nd->op].name, nodes[j], args.data);
+                if (sn[j].kind == PH_TOPK)
+                    sf_buf_printf(&body, "sf_topk_warps<So_k%d, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n", q,
+                                  sf_dtype_is_float(x->dtype) ? "true" : "false", df, sn[j].items, sn[j].grp,
+                                  (long long)rows, (long long)len, (long long)nd->a.count);
+                else if (sn[j].kind == PH_COUNT) {
+                    int need = (SF_SMALL_THREADS / 32 + 1) * sn[j].R;
+                    if (need > shared) shared = need;
+                    sf_buf_printf(&body, "sf_count_sort_blk<So_k%d, %s, %d, %d>(a, %lldll, %lldll, %lldll, s_sm);\n", q,
+                                  df, sn[j].R, SF_SMALL_THREADS / 32, (long long)rows, (long long)len,
+                                  (long long)sn[j].range);
+                } else {
+                    sf_buf_printf(&body, "sf_perm_inverse<So_k%d, %s>(a, %lldll, %lldll);\n", q, df,
+                                  (long long)rows, (long long)len);
+                }
+                sf_buf_puts(&body, "}\n__syncthreads();\n");
+                free(args.data);
+                continue;
+            }
+            size_t bo = 0, e = 0;
+            bool found = find_kernel(src, src0, q, &bo, &e);
+            SF_ASSERT(found);
+            emit_copy(&dev, src, bo, e, q);
+            sf_buf_printf(&body, "{ // %s (node %d)\n%sk%d_d(a);\n}\n__syncthreads();\n",
+                          sf_op_table[nd->op].name, nodes[j], args.data, q);
+            if (k->err_slot >= 0) /* stop at the first failing node (its slot holds the error) */
+                sf_buf_printf(&body, "if (*(volatile const u64*)P.w[%d] != 0ull) return;\n",
+                              w - 2);
+            free(args.data);
+        }
+    }
+    int nsub = pl->nkernels - nk0;
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SMALL, nodes[0]);
+    int ki = (int)(k - pl->k);
+    k->sub0 = nk0;
+    k->nsub = nsub;
+    k->block = SF_SMALL_THREADS;
+    k->grid = 1;
+    if (dev.data) sf_buf_puts(g->src, dev.data);
+    sf_buf_printf(g->src, "struct SfP_k%d { u64 w[%d]; };\n", ki, w > 0 ? w : 1);
+    sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const SfP_k%d P) {\n",
+                  SF_SMALL_THREADS, ki, ki);
+    if (shared > 0) sf_buf_printf(g->src, "__shared__ int s_sm[%d];\n", shared);
+    if (body.data) sf_buf_puts(g->src, body.data);
+    sf_buf_puts(g->src, "}\n\n");
+    free(dev.data);
+    free(body.data);
+    free(sn);
+    *taken = true;
+    return SCANFUSE_OK;
+}

@@ -1,0 +1,128 @@
+/* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks its first
+ * SMALL kernel, writes the full CUDA source (src.cu), the parameter layout the launcher
+ * would pack (launch.inc: every buffer contiguous), random inputs and the reference's
+ * outputs.  Usage: gen PROGRAM DIR [irange] [ties] [seed] */
+#include "cuda_codegen.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
+
+static void wfile(const char *dir, const char *name, const void *p, size_t n) {
+    char path[512]; snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb"); fwrite(p, 1, n, f); fclose(f);
+}
+
+static int32_t base_of(const scanfuse_fusion *f, int32_t v) {
+    for (;;) {
+        int p = f->values[v].producer;
+        if (p < 0 || f->nodes[p].op != SF_OP_reshape) return v;
+        v = f->nodes[p].in[0];
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argv[2];
+    int64_t irange = argc > 3 ? atoll(argv[3]) : 0;
+    int ties = argc > 4 ? atoi(argv[4]) : 0;
+    if (argc > 5) rs ^= (uint64_t)atoll(argv[5]) * 0x2545F4914F6CDD1Dull;
+    scanfuse_fusion *fu = scanfuse_parse_file(argv[1]);
+    scanfuse_options o; scanfuse_options_init(&o); o.device = SCANFUSE_DEVICE_REFERENCE;
+    scanfuse_program *prog = scanfuse_compile(fu, &o);
+    const sf_program *p = (const sf_program *)prog;
+    const scanfuse_fusion *f = p->fusion;
+    sf_cuda_plan *pl; char msg[512];
+    if (sf_cuda_plan_build(p, 90, 132, &pl, msg, sizeof msg) != SCANFUSE_OK) { printf("plan: %s\n", msg); return 1; }
+    int ki = -1;
+    for (int i = 0; i < pl->nkernels && ki < 0; i++) if (pl->k[i].kind == SF_CUK_SMALL) ki = i;
+    if (ki < 0) { printf("no small kernel\n"); return 2; }
+    const sf_cuda_kernel *K = &pl->k[ki];
+    char path[512]; snprintf(path, sizeof path, "%s/src.cu", dir);
+    FILE *fs = fopen(path, "w"); fputs(pl->source, fs); fclose(fs);
+    /* inputs */
+    int ni = f->ninputs, no = f->noutputs;
+    scanfuse_dl_tensor *tin = calloc(ni, sizeof *tin), *tout = calloc(no, sizeof *tout);
+    for (int i = 0; i < ni; i++) {
+        const sf_value *v = &f->values[f->inputs[i]];
+        int64_t n = sf_value_numel(v); size_t es = scanfuse_dtype_size(v->dtype);
+        void *buf = calloc(n ? n : 1, es);
+        for (int64_t e = 0; e < n; e++) {
+            double x; int64_t ix;
+            static const double tv[] = {-2.0, -0.0, 0.0, 1.5, 3.0, NAN, INFINITY, -INFINITY};
+            if (ties) x = tv[rnd() % 8]; else x = ((double)(rnd() >> 11) / 9007199254740992.0) * 8 - 4;
+            ix = irange > 0 ? (int64_t)(rnd() % (uint64_t)irange) : (int64_t)(rnd() % 41) - 20;
+            if (sf_dtype_is_float(v->dtype)) sf_store_f64(buf, e, v->dtype, x);
+            else sf_store_i64(buf, e, v->dtype, ix);
+        }
+        tin[i].data = buf; tin[i].device.device_type = SCANFUSE_DL_CPU; tin[i].ndim = v->ndim;
+        tin[i].dtype = scanfuse_dtype_to_dl(v->dtype); tin[i].shape = (int64_t *)v->shape;
+        char nm[64]; snprintf(nm, sizeof nm, "v%d.in", f->inputs[i]);
+        wfile(dir, nm, buf, (size_t)n * es);
+    }
+    for (int i = 0; i < no; i++) {
+        const sf_value *v = &f->values[f->outputs[i]];
+        tout[i].data = calloc(sf_value_numel(v) + 1, scanfuse_dtype_size(v->dtype));
+        tout[i].device.device_type = SCANFUSE_DL_CPU; tout[i].ndim = v->ndim;
+        tout[i].dtype = scanfuse_dtype_to_dl(v->dtype); tout[i].shape = (int64_t *)v->shape;
+    }
+    scanfuse_status st = scanfuse_run(prog, tin, ni, tout, no);
+    printf("reference: %s %s\n", scanfuse_status_string(st), st ? scanfuse_program_error(prog) : "");
+    for (int i = 0; i < no && st == SCANFUSE_OK; i++) {
+        const sf_value *v = &f->values[f->outputs[i]];
+        char nm[64]; snprintf(nm, sizeof nm, "v%d.ref", f->outputs[i]);
+        wfile(dir, nm, tout[i].data, (size_t)sf_value_numel(v) * scanfuse_dtype_size(v->dtype));
+    }
+    /* the parameter layout: W(kind, a, b) per word; buffers per base value */
+    snprintf(path, sizeof path, "%s/launch.inc", dir);
+    FILE *fl = fopen(path, "w");
+    fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n", ki, ki,
+            (long long)pl->scratch_bytes, (int)st);
+    fprintf(fl, "static const Buf bufs[] = {\n");
+    bool *used = calloc(f->nvalues, 1);
+    for (int q = 0; q < K->nsub; q++) {
+        const sf_cuda_kernel *k = &pl->k[K->sub0 + q];
+        for (int op = 0; op < k->nops; op++) used[base_of(f, k->ops[op].value)] = true;
+    }
+    for (int v = 0; v < f->nvalues; v++) {
+        if (!used[v]) continue;
+        const sf_value *fv = &f->values[v];
+        bool isin = false, isout = false;
+        for (int i = 0; i < ni; i++) isin |= f->inputs[i] == v;
+        for (int i = 0; i < no; i++) isout |= f->outputs[i] == v;
+        if (fv->producer >= 0 && sf_node_is_setup(f->nodes[fv->producer].op)) { printf("unsupported view v%d\n", v); return 3; }
+        fprintf(fl, "{%d, %lld, %d, %d, %d, %d},\n", v, (long long)sf_value_numel(fv), (int)scanfuse_dtype_size(fv->dtype),
+                isin, isout, sf_dtype_is_float(fv->dtype) ? (int)scanfuse_dtype_size(fv->dtype) : 0);
+    }
+    fprintf(fl, "{-1, 0, 0, 0, 0, 0}};\nstatic const Word words[] = {\n");
+    for (int q = 0; q < K->nsub; q++) {
+        const sf_cuda_kernel *k = &pl->k[K->sub0 + q];
+        int64_t flags = 0;
+        for (int op = 0; op < k->nops; op++) {
+            int32_t v = k->ops[op].value, b = base_of(f, v);
+            const sf_value *fv = &f->values[v];
+            fprintf(fl, "{W_PTR, %d, 0},\n", b);
+            int nd = sf_cuda_small_nd(f, k, op);
+            int64_t cs[SF_MAX_DIMS], acc = 1;
+            for (int d = fv->ndim - 1; d >= 0; d--) { cs[d] = acc; acc *= fv->shape[d]; }
+            for (int d = 0; d < nd; d++) {
+                int64_t s = 0;
+                if (k->ops[op].mode == SF_CUOP_OWN) s = cs[d];
+                else {
+                    int lead = nd - fv->ndim, j = d - lead;
+                    s = (j < 0 || fv->shape[j] == 1) ? 0 : cs[j];
+                }
+                fprintf(fl, "{W_CONST, %lld, 0},\n", (long long)s);
+            }
+            flags |= (int64_t)1 << op;
+        }
+        fprintf(fl, "{W_FLAGS, %lld, 0},\n{W_CONST, 0, 0},\n{W_CONST, 0, 0},\n{W_CONST, %lld, 0},\n", (long long)flags,
+                (long long)k->aux[2]);
+        fprintf(fl, "{W_ERR, %d, 0},\n{W_SCRATCH, %lld, 0},\n", k->err_slot, (long long)k->scratch_off);
+    }
+    fprintf(fl, "};\n");
+    fclose(fl);
+    return 0;
+}

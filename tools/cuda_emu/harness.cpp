@@ -1,0 +1,62 @@
+// tools/cuda_emu/harness.cpp — the emulator, part 2 (run.sh): the generated source
+// (kernel.inc) and layout (launch.inc) compiled for the CPU; fills the parameter, runs the
+// SMALL kernel as one block, prints set error slots, compares outputs and canaries.
+#include "shim.h"
+#include "kernel.inc"
+struct Buf { int v; long long n; int es, in, out, fsz; };
+enum { W_PTR, W_CONST, W_FLAGS, W_ERR, W_SCRATCH };
+struct Word { int kind; long long a, b; };
+#include "launch.inc"
+static PARAM g_P;
+static void body(void) { KERNEL(g_P); }
+int main(int argc, char **argv) {
+    const char *dir = argv[1];
+    bool noflags = argc > 2 && atoi(argv[2]);
+    static void *mem[100000];
+    for (const Buf *b = bufs; b->v >= 0; b++) {
+        size_t n = (size_t)b->n * b->es;
+        char *m = (char *)malloc(n + 64);
+        memset(m, 0xA5, n + 64);  /* garbage where nothing is written yet; canary after */
+        if (b->in) { char p[600]; snprintf(p, sizeof p, "%s/v%d.in", dir, b->v); FILE *f = fopen(p, "rb"); if (fread(m, 1, n, f) != n) return 9; fclose(f); }
+        mem[b->v] = m;
+    }
+    char *scratch = (char *)calloc(SCRATCH + 64, 1);
+    int nw = (int)(sizeof words / sizeof words[0]);
+    if (nw != (int)(sizeof(PARAM) / 8)) { fprintf(stderr, "param size %d words, layout %d\n", (int)(sizeof(PARAM) / 8), nw); return 8; }
+    for (int i = 0; i < nw; i++) {
+        const Word &w = words[i];
+        uint64_t x = 0;
+        if (w.kind == W_PTR) x = (uint64_t)(uintptr_t)mem[w.a];
+        else if (w.kind == W_CONST) x = (uint64_t)w.a;
+        else if (w.kind == W_FLAGS) x = noflags ? 0 : (uint64_t)w.a;
+        else if (w.kind == W_ERR) x = (uint64_t)(uintptr_t)scratch + (w.a >= 0 ? 16 * (uint64_t)w.a : 0);
+        else x = (uint64_t)(uintptr_t)scratch + (uint64_t)w.a;
+        g_P.w[i] = x;
+    }
+    if (!emu_run(body)) return 7;
+    int bad = 0;
+    for (int s = 0; s < 8 && 16 * s < SCRATCH; s++) {
+        uint64_t k0, k1; memcpy(&k0, scratch + 16 * s, 8); memcpy(&k1, scratch + 16 * s + 8, 8);
+        if (k0) printf("error slot %d: %016llx %016llx (first bad position %lld)\n", s, (unsigned long long)k0, (unsigned long long)k1, (long long)~k0);
+    }
+    if (REF_STATUS != 0) return 0;
+    for (const Buf *b = bufs; b->v >= 0; b++) {
+        if (!b->out) continue;
+        size_t n = (size_t)b->n * b->es;
+        char p[600]; snprintf(p, sizeof p, "%s/v%d.ref", dir, b->v);
+        FILE *f = fopen(p, "rb"); char *r = (char *)malloc(n + 1); if (fread(r, 1, n, f) != n) return 9; fclose(f);
+        const char *m = (const char *)mem[b->v];
+        int diff = 0;
+        for (long long e = 0; e < b->n; e++) {
+            if (memcmp(m + e * b->es, r + e * b->es, b->es) == 0) continue;
+            if (b->fsz == 4) { float x, y; memcpy(&x, m + e * 4, 4); memcpy(&y, r + e * 4, 4); if (x != x && y != y) continue;
+                if (diff < 3) printf("v%d[%lld]: %.9g ref %.9g\n", b->v, e, x, y); }
+            else if (diff < 3) { long long x = 0, y = 0; memcpy(&x, m + e * b->es, b->es); memcpy(&y, r + e * b->es, b->es); printf("v%d[%lld]: %lld ref %lld (raw)\n", b->v, e, x, y); }
+            diff++;
+        }
+        for (int c = 0; c < 64; c++) if ((unsigned char)m[n + c] != 0xA5) { printf("v%d: canary overwritten\n", b->v); bad++; break; }
+        printf("output v%d: %lld elements, %d differ\n", b->v, b->n, diff);
+        bad += diff != 0;
+    }
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,21 @@
+#!/bin/bash
+# tools/cuda_emu/run.sh — runs the first small-segment kernel (cuda_small.c) of a fusion
+# program on the CPU, one CUDA block of 1024 threads emulated by fibers (shim.h), and
+# compares the segment's outputs with the reference evaluator's, bit for bit.  No GPU
+# needed: it executes the generated CUDA C (NVRTC-free: g++ with the shim), so the block
+# templates, barriers, warp exchanges and the parameter packing are exercised here.
+#   tools/cuda_emu/run.sh PROGRAM [irange] [ties] [seed] [noflags]
+#     irange: integer inputs in [0, irange) (0: -20..20); ties: float inputs from
+#     {-2, -0, 0, 1.5, 3, NaN, inf, -inf}; noflags=1: every operand takes the strided path.
+# BUILD (default: build) holds libscanfuse.a.  Exit status 0: outputs identical (or the
+# reference failed and the error slots are printed).
+set -e
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+D=$(mktemp -d "${TMPDIR:-/tmp}/sf_cuda_emu.XXXXXX")
+gcc -O1 -std=c11 -I"$ROOT/src" -I"$ROOT/include" "$HERE/gen.c" "$BUILD/libscanfuse.a" -lm -ldl -lpthread -o "$D/gen"
+"$D/gen" "$1" "$D" "${2:-0}" "${3:-0}" "${4:-1}"
+python3 "$HERE/xform.py" "$D/src.cu" > "$D/kernel.inc"
+g++ -std=c++17 -O1 -w -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
+"$D/h" "$D" "${5:-0}"

@@ -1,0 +1,10 @@
+# tools/cuda_emu/xform.py — the generated CUDA source made compilable by g++ with shim.h:
+# the inline PTX (conversions, ordered loads and stores) replaced by the software forms.
+import sys, re
+s = open(sys.argv[1]).read()
+s = s.replace('asm("cvt.f64.f16 %0, %1;" : "=d"(d) : "h"(h));', 'd = sf_f16_d_sw(h);')
+s = s.replace('asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(v));', 'h = sf_d_f16_sw(v);')
+s = s.replace('asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(h) : "d"(v));', 'h = sf_d_bf16_sw(v);')
+s = re.sub(r'asm volatile\("ld\.[a-z]+\.gpu\.global\.u(32|64) %0, \[%1\];" : "=[rl]"\(v\) : "l"\(p\) : "memory"\);', 'v = *(volatile decltype(v)*)p;', s)
+s = re.sub(r'asm volatile\("st\.[a-z]+\.gpu\.global\.u(32|64) \[%0\], %1;" ::"l"\(p\), "[rl]"\(v\) : "memory"\);', '*(volatile decltype(v)*)p = v;', s)
+print(s)
