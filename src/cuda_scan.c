@@ -37,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0"
  * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -508,8 +508,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int minb = sf_cg_tune("row_minb", keep ? 3 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
-        /* strips of V steps a lane: one 16-byte access for the widest input operand */
-        int vec = 16 / widest_input(g->f, k);
+        /* strips of V steps a lane: one 16-byte access for the widest input operand
+         * (row_vec=N: an experiment, V = N) */
+        int vec = sf_cg_tune("row_vec", 0);
+        if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / widest_input(g->f, k);
         if (vec > items) vec = items;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
