@@ -37,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0"
  * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -513,12 +513,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int vec = sf_cg_tune("row_vec", 0);
         if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / widest_input(g->f, k);
         if (vec > items) vec = items;
+        /* row_esm=1 (an experiment): the strip states in shared memory, not registers */
+        bool esm = sf_cg_tune("row_esm", 0) == 1;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                       minb, ki, io, io, items, vec, gsz, g2, lb ? "true" : "false",
-                      excl ? "true" : "false", keep ? "true" : "false", (long long)rows,
-                      (long long)len, (long long)tpr);
+                      excl ? "true" : "false", keep ? "true" : "false", esm ? ", true" : "",
+                      (long long)rows, (long long)len, (long long)tpr);
     } else if (sf_cg_tune("col_block", 0) == 1 && len <= 65536) {
         /* col_block=1 (an experiment, off by default): one block per 8 columns, 64 row
          * groups, no look-back (sf_col_block_scan); on the H200 [2048, 128] dim 0 23.6 us
