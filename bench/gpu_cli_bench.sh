@@ -42,6 +42,12 @@ scan f32_32768x8192_d1 float32 "32768, 8192" 1
 printf 'input x: bfloat16[8192, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/fused_bf16_8192.sf"
 cp examples/moe_routing.sf "$D/moe_routing.sf"
 cp examples/moe_routing_deepseek.sf "$D/moe_routing_deepseek.sf"
+# WRITE_CASES=DIR: only write the cases' fusion files there (bench/warm_cache.sh
+# compiles them into the kernel cache on a machine without a GPU)
+if [ -n "${WRITE_CASES:-}" ]; then
+    mkdir -p "$WRITE_CASES" && cp "$D"/*.sf "$WRITE_CASES"/ && rm -rf "$D"
+    exit 0
+fi
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
 case " $* " in *" tune "*) tunes=${TUNES:-"row_minb=6 row_items=16 lb_poll=1 lb_done=1 lb_poll=1,lb_done=1,lb_wait_ns=0 row_keep=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then

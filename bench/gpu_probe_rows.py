@@ -7,18 +7,31 @@
 # exactly, floats within one ulp of the output dtype of the exact result (plus
 # 2^-40 * sum|x| for cancellation).
 #   python3 bench/gpu_probe_rows.py [--json FILE]   (after bench/gpu_run.sh has built)
+#   python3 bench/gpu_probe_rows.py --write DIR   (no GPU, no torch: only writes the
+#   programs as fusion files, for bench/warm_cache.sh)
 import json
+import os
 import sys
 
-import torch
+WRITE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--write" else None
+if WRITE:
+    class _Dt:  # stand-ins for the torch dtypes, names only
+        def __init__(self, name, flt):
+            self.name, self.is_floating_point = name, flt
 
-sys.path.insert(0, "bench")
-from gpu_bench import SF_NAMES, Scanfuse  # noqa: E402
-
-sf = Scanfuse("build-gpu/libscanfuse.so", json.loads(open("build-gpu/offsets.json").read()))
-stream = torch.cuda.Stream()
-g = torch.Generator(device="cuda")
-g.manual_seed(20261130)
+    class torch:  # noqa: N801
+        float16, bfloat16, float32, float64 = (_Dt(n, True) for n in ("float16", "bfloat16", "float32", "float64"))
+        int32, int64 = _Dt("int32", False), _Dt("int64", False)
+    SF_NAMES = {d: d.name for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                                     torch.int32, torch.int64)}
+else:
+    import torch
+    sys.path.insert(0, "bench")
+    from gpu_bench import SF_NAMES, Scanfuse  # noqa: E402
+    sf = Scanfuse("build-gpu/libscanfuse.so", json.loads(open("build-gpu/offsets.json").read()))
+    stream = torch.cuda.Stream()
+    g = torch.Generator(device="cuda")
+    g.manual_seed(20261130)
 CASES = [  # (input dtype, result dtype or None, rows, length)
     (torch.float32, None, 1, 1 << 22), (torch.float32, None, 3, 8192 * 5 + 7),
     (torch.float32, None, 1, 8192 * 3 + 1), (torch.float32, None, 5, 4096),
@@ -40,6 +53,11 @@ for dt, rdt, rows, n, dim in [c + (1,) for c in CASES] + [c + (0,) for c in COLS
         shape = (rows, n) if dim == 1 else (n, rows)
         text = "input x: %s[%d, %d]\ny = cumsum(x, dim=%d%s)\noutput y\n" % (SF_NAMES[dt], shape[0], shape[1],
                                                                            dim, attrs)
+        if WRITE:
+            os.makedirs(WRITE, exist_ok=True)
+            with open(os.path.join(WRITE, "probe%d.sf" % len(os.listdir(WRITE))), "w") as f:
+                f.write(text)
+            continue
         prog = sf.compile(text, stream)
         for offset in (0, 1):
             wide = (shape[0], shape[1] + 1)
@@ -82,6 +100,8 @@ for dt, rdt, rows, n, dim in [c + (1,) for c in CASES] + [c + (0,) for c in COLS
             if bad:
                 print("BAD", row)
         del prog
+if WRITE:
+    sys.exit(0)
 print("gpu_probe_rows: %d cases, %d bad elements" % (len(rows_out), bad_total))
 if len(sys.argv) > 2 and sys.argv[1] == "--json":
     with open(sys.argv[2], "w") as f:

@@ -1,0 +1,22 @@
+#!/bin/bash
+# warm_cache.sh — fills the kernel cache for a device call on a machine without a GPU:
+# every CUDA kernel of the examples, of gpu_probe_rows.py and of gpu_cli_bench.sh's cases (with each tuning
+# variant named in TUNES / COLTUNES, as that script would run them), compiled offline by
+# NVRTC for sm_90 (tools/cuda_warm.c), then packed as build-cudacache.tar.xz, which
+# bench/gpu_call.sh unpacks on the GPU machine (carry it: it is small, the images
+# compress ~25x).  test_cuda's programs: SF_CUDA_TEST_GEN_ONLY=1 build/test_cuda with the
+# same SCANFUSE_CACHE_DIR first.  Needs build/libscanfuse.a (cmake --build build).
+#   bench/warm_cache.sh            (TUNES="a=1 b=2,c=3" COLTUNES="..." as for gpu_cli_bench)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export SCANFUSE_CACHE_DIR=$PWD/build-cudacache
+W=$(mktemp -d)
+gcc -std=c11 -O1 -Isrc -Iinclude tools/cuda_warm.c build/libscanfuse.a -lm -ldl -lpthread -o "$W/warm" || exit 1
+WRITE_CASES="$W/cases" bash bench/gpu_cli_bench.sh
+python3 bench/gpu_probe_rows.py --write "$W/probe"
+"$W/warm" examples/*.sf "$W"/cases/*.sf "$W"/probe/*.sf
+for tv in ${TUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/1d_*.sf; done
+for tv in ${COLTUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/*_d0.sf; done
+rm -rf "$W"
+tar cJf build-cudacache.tar.xz build-cudacache
+echo "warm_cache: $(ls "$SCANFUSE_CACHE_DIR" | wc -l) images, $(du -h build-cudacache.tar.xz | cut -f1) packed"
