@@ -6,7 +6,7 @@
 #   bench/gpu_call.sh "test cli" [cli args: profile tune]
 # Stage "build": build only; "test": build + test_cuda + every example on cuda;
 # "cudatest": test_cuda alone (SF_CUDA_TEST_FILTER / _EXTRAS apply); "examples": every
-# example on cuda, checked; "probe": bench/gpu_probe_rows.py; "python":
+# example on cuda, checked; "pybench": gpu_bench.py for PYBENCH_ONLY's filters; "probe": bench/gpu_probe_rows.py; "python":
 # pytest + samples; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
 # (PyTorch side by side).
 set -uo pipefail
@@ -26,6 +26,17 @@ for s in $stages; do
         python) bash bench/gpu_run.sh python ;;
         bench) bash bench/gpu_run.sh bench ;;
         build) bash bench/gpu_run.sh none ;;
+        pybench) # gpu_bench.py (scanfuse and PyTorch eager side by side, CUDA events, graph
+                 # replay) for each ';'-separated --only filter in PYBENCH_ONLY
+                 IFS=';' read -ra only <<< "${PYBENCH_ONLY:-[2048,128];moe}"
+                 n=0
+                 for o in "${only[@]}"; do
+                     n=$((n + 1))
+                     sel=(--only "$o")
+                     [ "$o" = checks ] && sel=(--checks-only) # accuracy and 2^28 determinism
+                     PYTHONUNBUFFERED=1 timeout ${BENCH_TIMEOUT:-100} python3 bench/gpu_bench.py --lib build-gpu/libscanfuse.so \
+                         --offsets build-gpu/offsets.json --out "$OUT" --graph "${sel[@]}" --tag "_$n" 2>&1 | tail -25
+                 done ;;
         cudatest) (cd build-gpu && timeout ${TEST_TIMEOUT:-240} ./test_cuda) > "$OUT/test_cuda.log" 2>&1
                   echo "test_cuda: exit $?"
                   grep -E "^(part|SKIP|FAIL|determinism|big|test_cuda)" "$OUT/test_cuda.log" | head -40 ;;
