@@ -50,6 +50,8 @@ for s in $stages; do
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}
     echo "== stage $s: $(( $(date +%s) - t0 )) s"
+    # packed after every stage: a call cut short by its time limit still returns the rest
+    tar czf "$FINAL/results.tgz" -C "$OUT" .
 done
-tar czf "$FINAL/results.tgz" -C "$OUT" . && cp "$OUT"/*.jsonl "$FINAL"/ 2>/dev/null
+cp "$OUT"/*.jsonl "$FINAL"/ 2>/dev/null
 ls -la "$FINAL"
