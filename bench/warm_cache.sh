@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 export SCANFUSE_CACHE_DIR=$PWD/build-cudacache
 W=$(mktemp -d)
 gcc -std=c11 -O1 -Isrc -Iinclude tools/cuda_warm.c build/libscanfuse.a -lm -ldl -lpthread -o "$W/warm" || exit 1
-WRITE_CASES="$W/cases" bash bench/gpu_cli_bench.sh
+OUT="$W/out" WRITE_CASES="$W/cases" bash bench/gpu_cli_bench.sh
 python3 bench/gpu_probe_rows.py --write "$W/probe"
 "$W/warm" examples/*.sf "$W"/cases/*.sf "$W"/probe/*.sf
 for tv in ${TUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/1d_*.sf; done
