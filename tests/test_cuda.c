@@ -679,7 +679,9 @@ static void build_programs(void) {
         }
         /* bad indices: the reference's error and message, outputs untouched
          * (program, input, range that includes bad values) */
-        const int64_t bad[5][3] = {{2, 1, 400}, {3, 1, 50}, {3, 2, 130}, {4, 1, 1001}, {5, 2, 310}};
+        /* ranges about twice the valid one, so that a bad value is all but certain
+         * (a narrow margin made a run without any: the test's own flake) */
+        const int64_t bad[5][3] = {{2, 1, 400}, {3, 1, 80}, {3, 2, 260}, {4, 1, 2000}, {5, 2, 600}};
         for (int i = 0; i < 5; i++) {
             int w = (int)bad[i][0];
             q = prog_raw(gather_progs[w], T_EXACT);
@@ -733,9 +735,11 @@ static void build_programs(void) {
     p->gen[1] = G_INDEX; /* contains zeros */
     p->irange[1] = 3;
     p->expect = SCANFUSE_ERROR_VALUE;
+    /* ranges wide enough that a bad value is all but certain: 9 for a dim of 6 left all
+     * 12 indices in range in 1 run in 130 (the failure of 2026-11-30's GPU run) */
     p = prog_raw("input x0: float32[4, 6]\ninput x1: int64[4, 3]\ng = gather(x0, 1, x1)\noutput g\n", T_EXACT);
     p->gen[1] = G_INDEX;
-    p->irange[1] = 9;
+    p->irange[1] = 60;
     p->expect = SCANFUSE_ERROR_VALUE;
     p = prog_raw("input x0: int32[6, 7]\no = one_hot(x0, 4)\noutput o\n", T_EXACT);
     p->gen[0] = G_INDEX;
@@ -743,7 +747,7 @@ static void build_programs(void) {
     p->expect = SCANFUSE_ERROR_VALUE;
     p = prog_raw("input x0: int64[3, 9]\nk = argsort(x0, dim=1, range=5)\noutput k\n", T_EXACT);
     p->gen[0] = G_INDEX;
-    p->irange[0] = 7;
+    p->irange[0] = 20;
     p->expect = SCANFUSE_ERROR_VALUE;
     /* ... inside a small segment's one kernel: an id out of range (the check phase stops
      * the block; the check kernel's report launch names the value), then a division by
@@ -753,14 +757,14 @@ static void build_programs(void) {
                             "output c, o, r\n";
     p = prog_raw(small_err, T_EXACT);
     p->gen[0] = G_INDEX;
-    p->irange[0] = 10;
+    p->irange[0] = 40;
     p->gen[1] = G_NONZERO;
     p->expect = SCANFUSE_ERROR_VALUE;
     p = prog_raw(small_err, T_EXACT);
     p->gen[0] = G_INDEX;
     p->irange[0] = 8;
     p->gen[1] = G_INDEX;
-    p->irange[1] = 3;
+    p->irange[1] = 1; /* every divisor 0 */
     p->expect = SCANFUSE_ERROR_VALUE;
 }
 
