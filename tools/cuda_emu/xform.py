@@ -1,7 +1,11 @@
 # tools/cuda_emu/xform.py — the generated CUDA source made compilable by g++ with shim.h:
-# the inline PTX (conversions, ordered loads and stores) replaced by the software forms.
+# the inline PTX (conversions, ordered loads and stores) replaced by the software forms
+# (the conversions: soft_cvt.inc, inserted before the prelude's hardware ones).
 import sys, re
 s = open(sys.argv[1]).read()
+soft = open(__file__.replace("xform.py", "soft_cvt.inc")).read()
+anchor = "__device__ __forceinline__ double sf_f16_d(u16 h) {"
+s = s.replace(anchor, soft + anchor, 1)
 s = s.replace('asm("cvt.f64.f16 %0, %1;" : "=d"(d) : "h"(h));', 'd = sf_f16_d_sw(h);')
 s = s.replace('asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(v));', 'h = sf_d_f16_sw(v);')
 s = s.replace('asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(h) : "d"(v));', 'h = sf_d_bf16_sw(v);')
