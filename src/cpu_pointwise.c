@@ -417,6 +417,56 @@ f16_to_f32(const char *s, int64_t os, int64_t ss, char *d, int64_t od, int64_t s
 #endif
 #endif
 
+/* float32 <-> bfloat16 casts of n strided elements by bit arithmetic (any ISA; the
+ * compilers vectorize the unit-stride loops): bfloat16 -> float32 is exact (the bits
+ * moved up), float32 -> bfloat16 rounds once to nearest even, which is what the store
+ * through double gives (the double being exact), and a NaN becomes the quiet NaN of its
+ * sign, as sf_cpu_f64_to_bf16 makes it.  The rounding add cannot carry out of the
+ * magnitude (at most 0x7F7FFFFF + 0x8000), and a carry into the exponent is the correct
+ * rounding up (to infinity above the largest bfloat16). */
+static inline uint16_t f32_bits_to_bf16(uint32_t b) {
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((b >> 16) & 0x8000u) | 0x7FC0u);
+    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+static void f32_to_bf16(const char *s, int64_t os, int64_t ss, char *d, int64_t od, int64_t sd, int64_t n) {
+    s += os * 4;
+    d += od * 2;
+    if (ss == 1 && sd == 1) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t b;
+            memcpy(&b, s + i * 4, 4);
+            const uint16_t h = f32_bits_to_bf16(b);
+            memcpy(d + i * 2, &h, 2);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, s + i * ss * 4, 4);
+        const uint16_t h = f32_bits_to_bf16(b);
+        memcpy(d + i * sd * 2, &h, 2);
+    }
+}
+static void bf16_to_f32(const char *s, int64_t os, int64_t ss, char *d, int64_t od, int64_t sd, int64_t n) {
+    s += os * 2;
+    d += od * 4;
+    if (ss == 1 && sd == 1) {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, s + i * 2, 2);
+            const uint32_t b = (uint32_t)h << 16;
+            memcpy(d + i * 4, &b, 4);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, s + i * ss * 2, 2);
+        const uint32_t b = (uint32_t)h << 16;
+        memcpy(d + i * sd * 4, &b, 4);
+    }
+}
+
 void sf_cpu_copy(const sf_view *dst, const sf_view *src) {
     SF_ASSERT(dst->ndim == src->ndim);
     const int64_t *st[2] = {dst->strides, src->strides};
@@ -440,6 +490,14 @@ void sf_cpu_copy(const sf_view *dst, const sf_view *src) {
             case 4: COPY_LOOP(uint32_t); break;
             default: COPY_LOOP(uint64_t); break;
             }
+        }
+        return;
+    }
+    bool tob = src->dtype == SCANFUSE_FLOAT32 && dst->dtype == SCANFUSE_BFLOAT16;
+    if (tob || (src->dtype == SCANFUSE_BFLOAT16 && dst->dtype == SCANFUSE_FLOAT32)) {
+        while ((n = sf_cpu_iter_next(&it, INT64_MAX, offs)) > 0) {
+            if (tob) f32_to_bf16(s, offs[1], ss, d, offs[0], sd, n);
+            else bf16_to_f32(s, offs[1], ss, d, offs[0], sd, n);
         }
         return;
     }

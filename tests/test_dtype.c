@@ -1,12 +1,15 @@
 /*
  * test_dtype.c — the dtype vocabulary: every spelling through the one parser, complex
  * and unknown names rejected, DLPack codes, PyTorch promotion, and the exactness of the
- * float16/bfloat16 conversions (every bit pattern, rounding ties to even, overflow).
+ * float16/bfloat16 conversions (every bit pattern, rounding ties to even, overflow), and
+ * the CPU cast kernel's float32 <-> bfloat16 bit-arithmetic path against them.
  */
+#include "cpu.h"
 #include "harness.h"
 #include "sf.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void check_parse(const char *name, scanfuse_dtype want) {
@@ -22,6 +25,64 @@ static void check_reject(const char *name, const char *substr) {
     scanfuse_status st = sf_dtype_parse(name, &got, msg, sizeof msg);
     CHECKF(st == SCANFUSE_ERROR_DTYPE && got == SCANFUSE_INT8 && strstr(msg, substr),
            "reject '%s': status %s, message '%s'", name, scanfuse_status_string(st), msg);
+}
+
+/* The CPU cast kernel's float32 <-> bfloat16 path (cpu_pointwise.c, bit arithmetic)
+ * against the rounding through double: every sign, exponent and high mantissa half of
+ * float32 with low halves at and around the rounding boundary (ties go to even), then
+ * every bfloat16 back to float32; contiguous and every-other-element views.  NaNs must
+ * stay NaNs of their sign (their payload is not specified). */
+static void check_cpu_bf16_casts(void) {
+    static const uint16_t lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x1234, 0xC000};
+    const int64_t nl = (int64_t)(sizeof lows / sizeof *lows), n = 65536 * nl;
+    uint32_t *f = malloc((size_t)n * 4);
+    uint16_t *h = malloc((size_t)n * 2 * 2);
+    uint32_t *g = malloc((size_t)n * 4 * 2);
+    if (!f || !h || !g) {
+        CHECK(!"out of memory");
+        free(f);
+        free(h);
+        free(g);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) f[i] = (uint32_t)(i / nl) << 16 | lows[i % nl];
+    long bad = 0;
+    for (int step = 1; step <= 2; step++) {
+        sf_view src, dst;
+        sf_view_contiguous(&src, f, SCANFUSE_FLOAT32, 1, &n);
+        sf_view_contiguous(&dst, h, SCANFUSE_BFLOAT16, 1, &n);
+        dst.strides[0] = step;
+        memset(h, 0, (size_t)n * 2 * 2);
+        sf_cpu_copy(&dst, &src);
+        for (int64_t i = 0; i < n; i++) {
+            float x;
+            memcpy(&x, &f[i], 4);
+            uint16_t got = h[i * step];
+            if (isnan(x)) {
+                bad += !((got & 0x7F80) == 0x7F80 && (got & 0x7F) && (got >> 15) == (f[i] >> 31));
+            } else {
+                bad += got != sf_f64_to_bf16((double)x);
+            }
+        }
+        /* bfloat16 -> float32: the 65536 patterns (the high halves just written, step 1) */
+        if (step == 1) {
+            int64_t m = 65536;
+            for (int64_t i = 0; i < m; i++) h[i] = (uint16_t)i;
+            sf_view_contiguous(&src, h, SCANFUSE_BFLOAT16, 1, &m);
+            sf_view_contiguous(&dst, g, SCANFUSE_FLOAT32, 1, &m);
+            dst.strides[0] = 2;
+            sf_cpu_copy(&dst, &src);
+            for (int64_t i = 0; i < m; i++) {
+                float want = sf_bf16_to_f32((uint16_t)i), got;
+                memcpy(&got, &g[i * 2], 4);
+                bad += isnan(want) ? !isnan(got) : memcmp(&got, &want, 4) != 0;
+            }
+        }
+    }
+    CHECKF(bad == 0, "cpu float32 <-> bfloat16 casts: %ld elements differ from the rounding through double", bad);
+    free(f);
+    free(h);
+    free(g);
 }
 
 int main(void) {
@@ -126,5 +187,6 @@ int main(void) {
     CHECK_EQ_INT(sf_f64_to_int(NAN, SCANFUSE_BOOL), 1);
     CHECK_EQ_INT(sf_wrap_int(INT64_C(0x180000000), SCANFUSE_INT32), INT32_MIN);
     CHECK_EQ_INT(sf_wrap_int(-1, SCANFUSE_UINT8), 255);
+    check_cpu_bf16_casts();
     return sf_test_finish("test_dtype");
 }
