@@ -303,9 +303,17 @@ size_t sf_cpu_reduce_work_size(void);
 void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
                  const sf_view *out1, void *work);
 /* The same on up to `threads` threads (0: every core; cpu_threads.c's pool), giving the
- * same bytes for every thread count.  `work` is used by the calling thread only. */
+ * same bytes for every thread count.  `work` is used by the calling thread only.  conv:
+ * NULL, or a buffer of sf_cpu_scan_conv_bytes bytes (aligned to 8) for the input
+ * converted to the result dtype (a narrowing float cumsum; without one, the call
+ * allocates it). */
 void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
-                    const sf_view *out1, void *work, int threads);
+                    const sf_view *out1, void *work, int threads, void *conv);
+/* The bytes of the conversion buffer a scan of node (input dtype xdt, numel elements,
+ * result dtype dt) takes: cumsum narrowing to a float dtype with no kernel of its own
+ * (float32 -> float16, float64 -> float32, integers -> a float) scans the input
+ * converted to dt; 0 for every other scan. */
+int64_t sf_cpu_scan_conv_bytes(const sf_node *node, scanfuse_dtype xdt, scanfuse_dtype dt, int64_t numel);
 /* The instruction set of the scan kernels: "avx512", "avx2" or "portable" (chosen from
  * the CPU's features).  sf_cpu_scan_force_isa selects one for tests (NULL: automatic
  * again); false when the CPU lacks it.  Every ISA gives the same bytes. */

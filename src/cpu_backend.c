@@ -327,6 +327,12 @@ static scanfuse_status cpu_compile(sf_program *p, char *msg, size_t msglen) {
             }
             if (sf_op_table[n->op].kind == SF_KIND_INDEX)
                 pl->scratch[i] = arena_place(&al, sf_cpu_index_scratch(f, n), s);
+            if (n->op == SF_OP_cumsum && !tiled) { /* a narrowing cumsum's converted input */
+                const sf_value *x = &f->values[n->in[0]];
+                int64_t cb = sf_cpu_scan_conv_bytes(n, x->dtype, f->values[n->out[0]].dtype,
+                                                    sf_value_numel(x));
+                if (cb > 0) pl->scratch[i] = arena_place(&al, cb, s);
+            }
         }
         if (tiled)
             pl->seg_scratch[s] =
@@ -442,13 +448,14 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
     /* scans */
     case SF_OP_cumsum: case SF_OP_cumprod: case SF_OP_logcumsumexp:
         val_result(r, o0);
-        sf_cpu_scan_mt(n, &in[0], &r->vals[o0].v, NULL, work, r->plan->threads);
+        sf_cpu_scan_mt(n, &in[0], &r->vals[o0].v, NULL, work, r->plan->threads,
+                       r->plan->scratch[i] >= 0 ? r->arena + r->plan->scratch[i] : NULL);
         return SCANFUSE_OK;
     case SF_OP_cummax: case SF_OP_cummin:
         val_result(r, o0);
         val_result(r, n->out[1]);
         sf_cpu_scan_mt(n, &in[0], &r->vals[o0].v, &r->vals[n->out[1]].v, work,
-                       r->plan->threads);
+                       r->plan->threads, NULL);
         return SCANFUSE_OK;
 
     /* pointwise */

@@ -974,11 +974,23 @@ static void col_task(void *ctx, int tid, int nth) {
 
 void sf_cpu_scan(const sf_node *node, const sf_view *in, const sf_view *out0,
                  const sf_view *out1, void *work) {
-    sf_cpu_scan_mt(node, in, out0, out1, work, 1);
+    sf_cpu_scan_mt(node, in, out0, out1, work, 1, NULL);
+}
+
+/* A cumsum whose float result dtype has a kernel of its own and the input's pair none:
+ * it converts first (below). */
+static bool narrowing_cumsum(const sf_node *node, scanfuse_dtype xdt, scanfuse_dtype dt) {
+    return node->op == SF_OP_cumsum && sf_dtype_is_float(dt) && xdt != dt && !sf_scan_fsum_ok(xdt, dt) &&
+           sf_scan_fsum_ok(dt, dt);
+}
+
+int64_t sf_cpu_scan_conv_bytes(const sf_node *node, scanfuse_dtype xdt, scanfuse_dtype dt, int64_t numel) {
+    if (!narrowing_cumsum(node, xdt, dt) || numel <= 0) return 0;
+    return (numel * (int64_t)scanfuse_dtype_size(dt) + 63) / 64 * 64;
 }
 
 void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
-                    const sf_view *out1, void *work, int threads) {
+                    const sf_view *out1, void *work, int threads, void *conv) {
     scanfuse_dtype dt = out0->dtype;
     bool fl = sf_dtype_is_float(dt);
     scan_kind k;
@@ -1041,19 +1053,20 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
             break;
         }
     bool row_mode = last_big < 0;
-    if (!fast && k == K_SUM_F && in->dtype != dt && sf_scan_fsum_ok(dt, dt)) {
+    if (narrowing_cumsum(node, in->dtype, dt)) {
         /* cumsum(x, dtype=d) narrowing to a float dtype (float32 -> float16, float64 ->
          * float32, integers -> any float): the op is defined on x converted to d (docs/
          * OPS.md), so convert it, then take d's own kernel, whose bits depend only on the
-         * scanned sequence; when the buffer cannot be had, the generic path */
-        size_t bytes_d = (size_t)numel * scanfuse_dtype_size(dt);
-        void *tmp = aligned_alloc(64, (bytes_d + 63) / 64 * 64);
+         * scanned sequence.  The buffer: the caller's (the program's arena, kept between
+         * runs: allocating it per call cost a third of the time in page faults), else
+         * allocated here; when it cannot be had, the generic path */
+        void *tmp = conv ? conv : aligned_alloc(64, (size_t)sf_cpu_scan_conv_bytes(node, in->dtype, dt, numel));
         if (tmp) {
-            sf_view conv;
-            sf_view_contiguous(&conv, tmp, dt, in->ndim, in->shape);
-            sf_cpu_copy(&conv, in);
-            sf_cpu_scan_mt(node, &conv, out0, out1, work, threads);
-            free(tmp);
+            sf_view cv;
+            sf_view_contiguous(&cv, tmp, dt, in->ndim, in->shape);
+            sf_cpu_copy(&cv, in);
+            sf_cpu_scan_mt(node, &cv, out0, out1, work, threads, NULL);
+            if (!conv) free(tmp);
             return;
         }
     }

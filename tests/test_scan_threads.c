@@ -431,7 +431,13 @@ static void run_case(const scase *c, const int *threads, int nthreads) {
         for (int t = 0; t < nthreads; t++) {
             memset(oy, 0x5A, (size_t)(n * wide + 8) * ys);
             memset(oi, 0x5A, (size_t)(n * wide + 8) * 8);
-            sf_cpu_scan_mt(&node, &in.v, &out0, two ? &out1 : NULL, work, threads[t]);
+            /* every other thread count: the caller's conversion buffer (a narrowing
+             * cumsum; the backend passes one from the program's arena), 16 bytes off a
+             * 64-byte boundary, as the arena may place it */
+            int64_t cb = sf_cpu_scan_conv_bytes(&node, c->xdt, c->ydt, n);
+            char *conv = t % 2 && cb > 0 ? malloc((size_t)cb + 64) : NULL;
+            sf_cpu_scan_mt(&node, &in.v, &out0, two ? &out1 : NULL, work, threads[t], conv ? conv + 16 : NULL);
+            free(conv);
             /* gather the (possibly strided) output back to contiguous order */
             for (int64_t i = 0; i < n; i++)
                 memcpy((char *)gy + i * (int64_t)ys, (char *)oy + i * wide * (int64_t)ys, ys);
@@ -793,7 +799,7 @@ static void accuracy_case(int nd, const int64_t *shape, int dim, int dist, int t
     sf_view_contiguous(&in, x, SCANFUSE_FLOAT32, nd, shape);
     sf_view_contiguous(&out, y, SCANFUSE_FLOAT32, nd, shape);
     static char work[1 << 17];
-    sf_cpu_scan_mt(&node, &in, &out, NULL, work, threads);
+    sf_cpu_scan_mt(&node, &in, &out, NULL, work, threads, NULL);
     long bad = 0;
     double worst = 0; /* the largest error as a fraction of its tolerance */
     for (int64_t o = 0; o < outer; o++)
