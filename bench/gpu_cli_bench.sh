@@ -49,7 +49,7 @@ if [ -n "${WRITE_CASES:-}" ]; then
     exit 0
 fi
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
-case " $* " in *" tune "*) tunes=${TUNES:-"row_minb=6 row_items=16 lb_poll=1 lb_done=1 lb_poll=1,lb_done=1,lb_wait_ns=0 row_keep=1"} ;; *) tunes="" ;; esac
+case " $* " in *" tune "*) tunes=${TUNES:-"row_pipe=1 row_pipe=1,row_minb=3 lb_done=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
     timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \

@@ -37,7 +37,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0,row_pipe=0"
  * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
  */
 #include "cuda_codegen.h"
@@ -518,6 +518,20 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (vec > items) vec = items;
         /* row_esm=1 (an experiment): the strip states in shared memory, not registers */
         bool esm = sf_cg_tune("row_esm", 0) == 1;
+        /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
+         * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
+         * the two tiles' strip states must fit 32 KB of shared memory */
+        if (lb && !keep && sf_cg_tune("row_pipe", 0) == 1 &&
+            2 * (int64_t)(items / vec) * 256 * sk.tsize <= 32768) {
+            int64_t cap = (int64_t)sms * minb;
+            k->grid = sf_cg_grid(ntiles < cap ? ntiles : cap);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
+                          "sf_row_scan_pipe<%s::Op, %s, 256, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          minb, ki, io, io, items, vec, gsz, g2, excl ? "true" : "false", (long long)rows,
+                          (long long)len, (long long)tpr);
+            return SCANFUSE_OK;
+        }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
                       "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",

@@ -492,6 +492,11 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
     prog_scans(SCANFUSE_BFLOAT16, S1(20000), 0, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
+    /* two tiles in flight a block (row_pipe=1): one long row, many rows of many tiles with
+     * prefix chains, float16 through its conversions */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_pipe=1", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_pipe=1,row_items=4,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_pipe=1", G_DEFAULT);
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
@@ -849,6 +854,15 @@ static void build_coverage(void) {
         out(p, "y", T_EXACT);
         finish(p);
         p->tune = "row_g=2,row_g2=2,row_items=1,col_g=2,col_g2=2,col_l=1,lb_wait_ns=0";
+    }
+    {
+        prog *p = newprog(); /* two tiles in flight a block (row_pipe=1), prefix chains */
+        P(p, "input a: float32[20001]\ninput b: int64[3, 7001]\n"
+             "x = cumsum(a, dim=0, exclusive=true)\ny = cumsum(b, dim=1, reverse=true)\n");
+        out(p, "x", T_EXACT);
+        out(p, "y", T_EXACT);
+        finish(p);
+        p->tune = "row_pipe=1,row_g=2,row_g2=2,row_items=4";
     }
     {
         prog *p = newprog(); /* column scans in one block (col_block=1) */
