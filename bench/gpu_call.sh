@@ -7,7 +7,7 @@
 # Stage "build": build only; "test": build + test_cuda + every example on cuda;
 # "cudatest": test_cuda alone (SF_CUDA_TEST_FILTER / _EXTRAS apply); "examples": every
 # example on cuda, checked; "pybench": gpu_bench.py for PYBENCH_ONLY's filters; "probe": bench/gpu_probe_rows.py; "python":
-# pytest + samples; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
+# pytest + samples; PROBE_TUNES also runs the probe under those variants; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
 # (PyTorch side by side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,9 +40,14 @@ for s in $stages; do
         cudatest) (cd build-gpu && timeout ${TEST_TIMEOUT:-240} ./test_cuda) > "$OUT/test_cuda.log" 2>&1
                   echo "test_cuda: exit $?"
                   grep -E "^(part|SKIP|FAIL|determinism|big|test_cuda)" "$OUT/test_cuda.log" | head -40 ;;
-        probe) timeout ${PROBE_TIMEOUT:-150} python3 bench/gpu_probe_rows.py --json "$OUT/probe_rows.jsonl" ;;
+        probe) timeout ${PROBE_TIMEOUT:-150} python3 bench/gpu_probe_rows.py --json "$OUT/probe_rows.jsonl"
+               for tv in ${PROBE_TUNES:-}; do # the same float64 check under each variant
+                   echo "probe under SCANFUSE_CUDA_TUNE=$tv:"
+                   SCANFUSE_CUDA_TUNE=$tv timeout ${PROBE_TIMEOUT:-150} python3 bench/gpu_probe_rows.py \
+                       --json "$OUT/probe_rows_${tv//[=,]/_}.jsonl"
+               done ;;
         examples) for ex in examples/*.sf; do
-                      if timeout 60 build-gpu/scanfuse run "$ex" --device cuda --check > "$OUT/example.log" 2>&1; then
+                      if timeout ${EX_TIMEOUT:-60} build-gpu/scanfuse run "$ex" --device cuda --check > "$OUT/example.log" 2>&1; then
                           echo "example $ex on cuda: ok"
                       else echo "example $ex on cuda: FAILED"; tail -5 "$OUT/example.log"; fi
                   done ;;

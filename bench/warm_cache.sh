@@ -6,7 +6,8 @@
 # bench/gpu_call.sh unpacks on the GPU machine (carry it: it is small, the images
 # compress ~25x).  test_cuda's programs: SF_CUDA_TEST_GEN_ONLY=1 build/test_cuda with the
 # same SCANFUSE_CACHE_DIR first.  Needs build/libscanfuse.a (cmake --build build).
-#   bench/warm_cache.sh            (TUNES="a=1 b=2,c=3" COLTUNES="..." as for gpu_cli_bench)
+#   bench/warm_cache.sh            (TUNES="a=1 b=2,c=3" COLTUNES="..." as for gpu_cli_bench,
+#                                   PROBE_TUNES="..." for the probe run under a variant)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export SCANFUSE_CACHE_DIR=$PWD/build-cudacache
@@ -17,6 +18,9 @@ python3 bench/gpu_probe_rows.py --write "$W/probe"
 "$W/warm" examples/*.sf "$W"/cases/*.sf "$W"/probe/*.sf
 for tv in ${TUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/1d_*.sf; done
 for tv in ${COLTUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/*_d0.sf; done
+# PROBE_TUNES: the probe's cases under each variant (gpu_probe_rows.py run with
+# SCANFUSE_CUDA_TUNE set checks a variant against float64 before it is timed)
+for tv in ${PROBE_TUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/probe/*.sf; done
 rm -rf "$W"
 tar cJf build-cudacache.tar.xz build-cudacache
 echo "warm_cache: $(ls "$SCANFUSE_CACHE_DIR" | wc -l) images, $(du -h build-cudacache.tar.xz | cut -f1) packed"
