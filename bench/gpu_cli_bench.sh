@@ -6,7 +6,8 @@
 # whole table fits in a couple of minutes.  Optional first argument "profile": also runs
 # Nsight Compute on the 1-D float32 scan kernel (sections: speed of light, memory,
 # warp states, occupancy) into $OUT/ncu_scan.txt, and the duration of every kernel of
-# one MoE routing run into $OUT/ncu_moe.txt.  "tune": also times the 1-D scans under
+# one run of each MoE example into $OUT/ncu_<example>.txt, and the small kernel's phase
+# times (tuning small_prof).  "moeprof": only the MoE part of that.  "tune": also times the 1-D scans under
 # the SCANFUSE_CUDA_TUNE variants in TUNES and the column scans under those in COLTUNES
 # (rows "case@variant" in the JSON).
 #   bench/gpu_cli_bench.sh [profile] [tune]   (after bench/gpu_run.sh has built build-gpu)
@@ -49,6 +50,7 @@ if [ -n "${WRITE_CASES:-}" ]; then
     exit 0
 fi
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
+case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
 case " $* " in *" tune "*) tunes=${TUNES:-"row_pipe=1 row_pipe=1,row_minb=3 lb_done=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
@@ -63,9 +65,14 @@ if [ $profile = 1 ] && command -v ncu >/dev/null; then
         "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_src.csv" 2>&1
     echo "ncu source: exit $?"
     python3 bench/ncu_stalls.py "$OUT/ncu_src.csv" 2>&1 | head -40
-    timeout 120 ncu --clock-control none --section SpeedOfLight "$S" run examples/moe_routing.sf --device cuda > "$OUT/ncu_moe.txt" 2>&1
-    echo "ncu moe: exit $?"
-    python3 - "$OUT/ncu_moe.txt" <<'PY'
+fi
+if [ $moeprof = 1 ] && command -v ncu >/dev/null; then
+  for ex in moe_routing moe_routing_deepseek; do
+    timeout 120 ncu --clock-control none --section SpeedOfLight "$S" run examples/$ex.sf --device cuda > "$OUT/ncu_$ex.txt" 2>&1
+    echo "ncu $ex: exit $?"
+    # where the small kernel's time goes, phase by phase (tuning small_prof: global timer)
+    SCANFUSE_CUDA_TUNE=small_prof=1 timeout 60 "$S" run examples/$ex.sf --device cuda 2>&1 | grep "small kernel" | tail -40
+    python3 - "$OUT/ncu_$ex.txt" <<'PY'
 import re, sys
 name, rows = None, []
 for line in open(sys.argv[1]):
@@ -75,9 +82,10 @@ for line in open(sys.argv[1]):
     if m and name:
         v = float(m.group(2).replace(",", "")); v = v / 1000 if m.group(1) == "ns" else v * 1000 if m.group(1) == "ms" else v
         rows.append((name, v)); name = None
-print("moe_routing kernels:", len(rows), "sum of durations %.1f us" % sum(v for _, v in rows))
-for n, v in sorted(rows, key=lambda r: -r[1])[:12]: print("  %-32s %8.1f us" % (n, v))
+print(sys.argv[1].split("ncu_")[-1][:-4], "kernels:", len(rows), "sum of durations %.1f us" % sum(v for _, v in rows))
+for n, v in sorted(rows, key=lambda r: -r[1])[:16]: print("  %-32s %8.1f us" % (n, v))
 PY
+  done
 fi
 printf '%-22s %10s %8s %8s %7s\n' case "time us" "GB/s" "copy" ratio
 for f in "$D"/*.sf; do

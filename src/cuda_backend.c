@@ -399,6 +399,10 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     uint64_t words[512]; /* a SMALL kernel's parameter (at most 4 KB, cuda_small.c) */
     void *params[1] = {&args};
     if (k->kind == SF_CUK_SMALL) {
+        if (k->pre1 > 0) { /* its leading grid phase (cuda_small.c) */
+            scanfuse_status st = launch(r, k->pre1 - 1, NULL, false);
+            if (st != SCANFUSE_OK) return st;
+        }
         fill_small(r, k, words);
         params[0] = words;
     } else {

@@ -1490,7 +1490,7 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
     pl->seg_fused = sf_calloc(ns, sizeof *pl->seg_fused);
     /* at most: per node 3 (check, main, finish / sort steps are counted in cuda_index.c's
      * bound), plus setup kernels, plus output copies */
-    size_t cap = (size_t)f->noutputs + 8 + ns; /* + a small segment's one kernel */
+    size_t cap = (size_t)f->noutputs + 8 + 2 * ns; /* + a small segment's kernel and pre-kernel */
     for (int i = 0; i < f->nnodes; i++) /* sorts: chunk sort, up to 40 merge passes, emit */
         cap += (f->nodes[i].op == SF_OP_argsort || f->nodes[i].op == SF_OP_topk) ? 48 : 4;
     pl->k = sf_calloc(cap, sizeof *pl->k);

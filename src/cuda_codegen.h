@@ -104,6 +104,8 @@ typedef struct sf_cuda_kernel {
     char err_range[64];                 /* CHECK: "dim 1 has size 5", "num_classes=4", ... */
     int sub0, nsub;                     /* SMALL: the kernels k[sub0 .. sub0+nsub) whose
                                            arguments its parameter packs (cuda_small.c) */
+    int pre1;                           /* SMALL: 1 + the kernel launched just before it
+                                           (a leading grid phase), 0: none              */
 } sf_cuda_kernel;
 
 /* How a value's memory is provided at run time. */

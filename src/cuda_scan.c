@@ -796,6 +796,16 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         sf_buf_puts(src, ";\n");
     }
     sf_buf_puts(src, "(void)a;\n}\n");
+    /* shift: the base of output o + v from output o's, when both lie in one run of the
+     * innermost kept dim (sf_red_thread_v) */
+    int kl = nkd > 0 ? kd[nkd - 1] : 0;
+    sf_buf_puts(src, "static __device__ __forceinline__ void shift(const sf_args& a, B& b, i64 v) {\n");
+    if (nkd > 0) {
+        sf_buf_printf(src, "b.c[%d] += v;\n", kl);
+        for (int q = 0; q < k->nops; q++)
+            if (k->ops[q].space == 0) sf_buf_printf(src, "b.o[%d] += v * a.st[%d][%d];\n", q, q, kl);
+    }
+    sf_buf_puts(src, "(void)a;\n(void)b;\n(void)v;\n}\n");
     sf_buf_puts(src, "static __device__ __forceinline__ T ld(const sf_args& a, const B& b, i64 j) {\n");
     sf_cg_coords(src, "r", "j", nrd, rd, x->shape);
     if (ldb.data) sf_buf_puts(src, ldb.data);
@@ -843,6 +853,23 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
     } else {
         k->kind = SF_CUK_RED_THREAD;
+        /* V outputs a thread when there are outputs enough that no split is needed:
+         * V * (the narrowest operand's size) = 16 bytes in flight per output run */
+        int narrow = 8;
+        for (int q = 0; q < k->nops; q++) {
+            int sz = (int)scanfuse_dtype_size(f->values[k->ops[q].value].dtype);
+            if (k->ops[q].space == 0 && sz < narrow) narrow = sz;
+        }
+        int V = 16 / narrow > 8 ? 8 : 16 / narrow;
+        if (nkd > 0 && V > 1 && x->shape[kl] % V == 0 && nout >= (int64_t)sms * 1024 &&
+            sf_cg_tune("red_v", 1)) {
+            k->grid = sf_cg_grid(ceil_div(nout / V, 256));
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_thread_v<%s::Op, %s, %d>(a, %lldll, %lldll);\n}\n\n",
+                          ki, io, io, V, (long long)nout, (long long)nred);
+            return SCANFUSE_OK;
+        }
         if (nout < (int64_t)sms * 1024) {
             nsplit = ceil_div((int64_t)sms * 2048, nout);
             int64_t most = ceil_div(nred, 64);

@@ -37,6 +37,12 @@
  * Any other kernel shape (look-back scans, reductions, long sorts) keeps the segment
  * node by node, as does a segment whose data is not small (below).
  *
+ * A leading topk over many rows (grid_topk) is the exception to "one block": on one
+ * multiprocessor the Llama router's 2048 x 128 logits alone took 100 µs of the block's
+ * 120 µs (Nsight, session 5), so it runs as a pre-kernel, the same warp-per-row template
+ * over a grid, launched just before the small kernel (sf_cuda_kernel.pre1), and the
+ * block starts at the next phase.  Its input is then not counted as the block's data.
+ *
  * "Small": the distinct values the segment's compute nodes read and write together at
  * most SF_SMALL_BYTES (1 MiB).  One multiprocessor streams that from L2/HBM in a few µs
  * (the MoE routing at Llama sizes, T=2048, E=128, k=1, touches ~0.6 MB: logits 512 KB);
@@ -116,12 +122,13 @@ static const char *const small_prelude[] = {
     "}",
     "// topk: a warp per row, G rows at once (their loads in flight together), lane l holds",
     "// positions l, l+32, ...; round j takes the first item after round j-1's in the total",
-    "// order (key, position), so the K results are the stable sort's first K.",
+    "// order (key, position), so the K results are the stable sort's first K.  The warps of",
+    "// the grid share the rows (one block in the small kernel; a grid as its pre-kernel).",
     "template <class So, bool ISF, bool DESC, int ITEMS, int G>",
     "__device__ __forceinline__ void sf_topk_warps(const sf_args& a, i64 rows, i64 len, i64 K) {",
     "    const int lane = threadIdx.x & 31;",
     "    const i64 nw = blockDim.x >> 5;",
-    "    for (i64 r0 = (i64)(threadIdx.x >> 5) * G; r0 < rows; r0 += nw * G) {",
+    "    for (i64 r0 = ((i64)blockIdx.x * nw + (threadIdx.x >> 5)) * G; r0 < rows; r0 += (i64)gridDim.x * nw * G) {",
     "        sf_skey it[G][ITEMS];",
     "#pragma unroll",
     "        for (int g = 0; g < G; ++g)",
@@ -214,6 +221,29 @@ bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *op
                   (int)(k - g->pl->k), so, n->a.descending ? "true" : "false", (long long)rows,
                   (long long)len);
     return true;
+}
+
+/* Tuning "small_prof=1" (a measurement, never a default): thread 0 reads the global
+ * timer after every phase's barrier and prints the times when the kernel ends, so a run
+ * shows where the block's time goes (the kernel's whole time is Nsight's). */
+static void prof_mark(sf_buf *body, int prof, sf_op op, int *nmark) {
+    if (!prof) return;
+    sf_buf_printf(body, "if (threadIdx.x == 0) asm volatile(\"mov.u64 %%0, %%%%globaltimer;\" : \"=l\"(sf_tp[%d])); // %s\n",
+                  (*nmark)++, sf_op_table[op].name);
+}
+
+/* A leading topk over many rows runs as a grid kernel launched just before the small
+ * kernel (its "pre-kernel", the same warp-per-row template over every multiprocessor):
+ * one block would take ~100 µs over the 2048 x 128 router logits of the Llama sizes,
+ * where the other phases together read a few KB.  Threshold in elements (tuning
+ * "small_topk_grid"; 0: never). */
+static bool grid_topk(const scanfuse_fusion *f, int ni) {
+    const sf_node *n = &f->nodes[ni];
+    if (n->op != SF_OP_topk) return false;
+    const sf_value *x = &f->values[n->in[0]];
+    int64_t len = x->ndim > 0 ? x->shape[x->ndim > 0 ? n->a.dim : 0] : 1;
+    int64_t numel = sf_value_numel(x), lim = sf_cg_tune("small_topk_grid", 16384);
+    return lim > 0 && numel >= lim && len <= 16 * 32 && n->a.count <= 16;
 }
 
 /* How one node runs in the small kernel. */
@@ -334,9 +364,12 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     for (int j = 0; j < n; j++) in_list[nodes[j]] = true;
     int64_t bytes = 0;
     bool ok = true;
+    bool pre = grid_topk(f, nodes[0]); /* node 0 runs as the pre-kernel: its input is not
+                                          the block's to read */
     for (int j = 0; j < n && ok; j++) {
         const sf_node *nd = &f->nodes[nodes[j]];
         for (int q = 0; q < nd->nin + nd->nout; q++) {
+            if (j == 0 && pre && q < nd->nin) continue;
             int32_t v = q < nd->nin ? nd->in[q] : nd->out[q - nd->nin];
             int kind = pl->vkind[v];
             if (seen[v] || kind == SF_CUV_LITERAL || kind == SF_CUV_INLINE) continue;
@@ -391,6 +424,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             ok = sn[j].kind != PH_NONE;
         }
     }
+    pre = pre && ok && sn[0].kind == PH_TOPK && sn[0].nk == 1;
     int words = 0;
     for (int q = nk0; q < pl->nkernels && ok; q++) words += sf_cuda_small_words(f, &pl->k[q]);
     if (st == SCANFUSE_ERROR_UNSUPPORTED || st == SCANFUSE_OK) st = SCANFUSE_OK;
@@ -408,7 +442,8 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     sf_buf dev = {0}, body = {0};
     const char *src = g->src->data;
     ensure_small_prelude(&dev, g->src);
-    int shared = 0, w = 0;
+    int shared = 0, w = 0, nmark = 0;
+    int prof = sf_cg_tune("small_prof", 0);
     sf_cuda_kernel *sub = pl->k;
     for (int j = 0; j < n; j++) {
         const sf_node *nd = &f->nodes[nodes[j]];
@@ -416,6 +451,10 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             const sf_cuda_kernel *k = &sub[q];
             sf_buf args = {0};
             emit_args(&args, f, k, &w);
+            if (j == 0 && pre) { /* the pre-kernel's phase (its words stay packed) */
+                free(args.data);
+                continue;
+            }
             if (k->kind == SF_CUK_SORT) {
                 if (q != sn[j].sort_k) {
                     free(args.data);
@@ -443,6 +482,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                                   (long long)rows, (long long)len);
                 }
                 sf_buf_puts(&body, "}\n__syncthreads();\n");
+                prof_mark(&body, prof, nd->op, &nmark);
                 free(args.data);
                 continue;
             }
@@ -452,17 +492,41 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             emit_copy(&dev, src, bo, e, q);
             sf_buf_printf(&body, "{ // %s (node %d)\n%sk%d_d(a);\n}\n__syncthreads();\n",
                           sf_op_table[nd->op].name, nodes[j], args.data, q);
+            prof_mark(&body, prof, nd->op, &nmark);
             if (k->err_slot >= 0) /* stop at the first failing node (its slot holds the error) */
                 sf_buf_printf(&body, "if (*(volatile const u64*)P.w[%d] != 0ull) return;\n",
                               w - 2);
             free(args.data);
         }
     }
-    int nsub = pl->nkernels - nk0;
+    int nsub = pl->nkernels - nk0, pre_k = -1;
+    if (pre) {
+        /* the topk's own sort kernel's operands, as a grid of 256-thread blocks running
+         * the block's template: 8 warps a block, G rows a warp at once */
+        const sf_node *nd = &f->nodes[nodes[0]];
+        const sf_value *x = &f->values[nd->in[0]];
+        int64_t len = x->shape[nd->a.dim], rows = sf_value_numel(x) / len;
+        int sk = sn[0].sort_k;
+        sf_cuda_kernel *kp = sf_cg_new_kernel(g, SF_CUK_SORT, nodes[0]);
+        pre_k = (int)(kp - pl->k);
+        *kp = pl->k[sk];
+        kp->block = 256;
+        kp->scratch_bytes = 0;
+        int64_t blocks = (rows + 8 * sn[0].grp - 1) / (8 * sn[0].grp);
+        int64_t cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 8;
+        kp->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+        sf_buf_printf(&dev,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_topk_warps<So_k%d, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      pre_k, sk, sf_dtype_is_float(x->dtype) ? "true" : "false",
+                      nd->a.largest ? "true" : "false", sn[0].items, sn[0].grp, (long long)rows,
+                      (long long)len, (long long)nd->a.count);
+    }
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SMALL, nodes[0]);
     int ki = (int)(k - pl->k);
     k->sub0 = nk0;
     k->nsub = nsub;
+    k->pre1 = pre_k + 1;
     k->block = SF_SMALL_THREADS;
     k->grid = 1;
     if (dev.data) sf_buf_puts(g->src, dev.data);
@@ -470,7 +534,15 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const SfP_k%d P) {\n",
                   SF_SMALL_THREADS, ki, ki);
     if (shared > 0) sf_buf_printf(g->src, "__shared__ int s_sm[%d];\n", shared);
+    if (prof && nmark > 0)
+        sf_buf_printf(g->src, "u64 sf_tp[%d];\nu64 sf_t0;\nasm volatile(\"mov.u64 %%0, %%%%globaltimer;\" : \"=l\"(sf_t0));\n",
+                      nmark);
     if (body.data) sf_buf_puts(g->src, body.data);
+    if (prof && nmark > 0)
+        sf_buf_printf(g->src,
+                      "if (threadIdx.x == 0) for (int i = 0; i < %d; ++i)\n"
+                      "printf(\"small kernel k%d: phase %%d ends at %%llu ns\\n\", i, sf_tp[i] - sf_t0);\n",
+                      nmark, ki);
     sf_buf_puts(g->src, "}\n\n");
     free(dev.data);
     free(body.data);

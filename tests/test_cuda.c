@@ -699,6 +699,35 @@ static void build_programs(void) {
             q->expect = SCANFUSE_ERROR_VALUE;
         }
     }
+    /* reductions over a short dim with outputs enough for V outputs a thread
+     * (sf_red_thread_v: nout >= 1024 per SM of a 132-SM GPU, the kept inner extent a
+     * multiple of V): the MoE combines at k = 1 (bfloat16, V = 8) and k = 2 (float32,
+     * V = 4), a float16 sum over a middle dim, an int32 sum and a float32 max over dim 0 */
+    {
+        prog *q = prog_raw("input logits: float32[2048, 8]\ninput hidden: bfloat16[2048, 136]\n"
+                           "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+                           "pairs = reshape(expert, [2048])\nperm = argsort(pairs, stable=true)\n"
+                           "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
+                           "permuted = index_select(hidden, 0, token)\n"
+                           "expert_out = take_along_dim(reshape(permuted, [2048, 1, 136]), "
+                           "reshape(inverse, [2048, 1, 1]), dim=0)\n"
+                           "out = cast(sum(mul(expert_out, reshape(score, [2048, 1, 1])), dim=1), bfloat16)\n"
+                           "output permuted, out\n",
+                           T_EXACT);
+        q->tol[1] = T_ULP1;
+        prog_raw("input logits: float32[600, 6]\ninput hidden: float32[600, 264]\n"
+                 "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
+                 "pairs = reshape(expert, [1200])\nperm = argsort(pairs, stable=true)\n"
+                 "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
+                 "permuted = index_select(hidden, 0, token)\n"
+                 "expert_out = take_along_dim(reshape(permuted, [1200, 1, 264]), reshape(inverse, [600, 2, 1]), dim=0)\n"
+                 "out = sum(mul(expert_out, reshape(score, [600, 2, 1])), dim=1)\n"
+                 "output score, out\n",
+                 T_ULP1);
+        prog_raw("input x: float16[3, 5, 65536]\ns = sum(x, dim=1)\noutput s\n", T_ULP1);
+        prog_raw("input x: int32[4, 3, 40000]\ns = sum(x, dim=1)\nm = max(x, dim=1)\noutput s, m\n", T_EXACT);
+        prog_raw("input x: float32[7, 150000]\nm = max(x, dim=0)\nn = mean(x, dim=0)\noutput m, n\n", T_ULP1);
+    }
     /* small segments as one block (cuda_small.c): the routing at small and odd sizes
      * (k = 1, 2, 3; E not a power of two; ties, NaN and infinities in the logits; the
      * inverse as a scatter; the counting sort ascending and descending) */

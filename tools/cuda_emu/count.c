@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
             if (!pl->seg_fused[s]) segl += pl->node_nk[ni];
         }
         if (pl->seg_fused[s]) segl += pl->seg_nk[s];
+        if (pl->seg_fused[s] && pl->seg_nk[s] == 1 && pl->k[pl->seg_k0[s]].pre1 > 0) segl++; /* pre-kernel */
         printf("segment %d kind %d: %d launches%s\n", s, seg->kind, segl, pl->seg_fused[s] ? " (fused)" : "");
         launches += segl;
     }

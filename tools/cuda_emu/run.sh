@@ -13,6 +13,8 @@ set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
+# the emulator runs the small kernel alone: a leading topk stays one of its phases
+export SCANFUSE_CUDA_TUNE=${SCANFUSE_CUDA_TUNE:-small_topk_grid=0}
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_cuda_emu.XXXXXX")
 gcc -O1 -std=c11 -I"$ROOT/src" -I"$ROOT/include" "$HERE/gen.c" "$BUILD/libscanfuse.a" -lm -ldl -lpthread -o "$D/gen"
 "$D/gen" "$1" "$D" "${2:-0}" "${3:-0}" "${4:-1}"
