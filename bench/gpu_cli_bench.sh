@@ -71,7 +71,10 @@ if [ $moeprof = 1 ] && command -v ncu >/dev/null; then
     timeout 120 ncu --clock-control none --section SpeedOfLight "$S" run examples/$ex.sf --device cuda > "$OUT/ncu_$ex.txt" 2>&1
     echo "ncu $ex: exit $?"
     # where the small kernel's time goes, phase by phase (tuning small_prof: global timer)
-    SCANFUSE_CUDA_TUNE=small_prof=1 timeout 60 "$S" run examples/$ex.sf --device cuda 2>&1 | grep "small kernel" | tail -40
+    for pt in ${PROF_TUNES:-small_prof=1}; do
+        echo "$ex under SCANFUSE_CUDA_TUNE=$pt:"
+        SCANFUSE_CUDA_TUNE=$pt timeout 60 "$S" run examples/$ex.sf --device cuda 2>&1 | grep "small kernel" | tail -40
+    done
     python3 - "$OUT/ncu_$ex.txt" <<'PY'
 import re, sys
 name, rows = None, []

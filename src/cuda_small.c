@@ -44,7 +44,7 @@
  * block starts at the next phase.  Its input is then not counted as the block's data.
  *
  * "Small": the distinct values the segment's compute nodes read and write together at
- * most SF_SMALL_BYTES (1 MiB).  One multiprocessor streams that from L2/HBM in a few µs
+ * most SF_SMALL_KB (1 MiB; tuning "small_kb").  One multiprocessor streams that from L2/HBM in a few µs
  * (the MoE routing at Llama sizes, T=2048, E=128, k=1, touches ~0.6 MB: logits 512 KB);
  * at DeepSeek sizes (T=4096, E=256, k=8: ~3 MB) the per-row topk alone would keep one
  * block busy for longer than the node-by-node kernels take on the whole GPU.
@@ -70,7 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SF_SMALL_BYTES ((int64_t)1 << 20)
+#define SF_SMALL_KB 1024 /* tuning "small_kb" */
 #define SF_SMALL_THREADS 1024
 #define SF_SMALL_MAXWORDS 512 /* 4 KB of parameter */
 
@@ -377,7 +377,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             bytes += sf_value_numel(&f->values[v]) * (int64_t)scanfuse_dtype_size(f->values[v].dtype);
         }
     }
-    ok = bytes <= SF_SMALL_BYTES;
+    ok = bytes <= (int64_t)sf_cg_tune("small_kb", SF_SMALL_KB) * 1024;
     /* a reshape of another view of this segment's values would be copied before the
      * kernel runs (see the header) */
     for (int i = 0; i < f->nnodes && ok; i++) {
