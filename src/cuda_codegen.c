@@ -1393,11 +1393,16 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         }
         if (fused[s]) {
             for (int j = 0; j < nl; j++) in_seg[list[j]] = true;
+            int anchor = seg->anchor;
+            if (anchor >= 0 && !is_compute(f, anchor)) anchor = -1;
             /* gathers: a stored one gets its own kernel (its shape is not the fused
-             * kernel's iteration space), with its index check; an inline one its check */
+             * kernel's iteration space), with its index check, unless the row combine
+             * writes its rows (cuda_combine.c); an inline one its check */
+            sf_cg_combine cm;
+            int lazy = anchor >= 0 && sf_cg_combine_match(&g, anchor, &cm) && cm.p >= 0 ? cm.sel : -1;
             for (int j = 0; j < nl && st == SCANFUSE_OK; j++) {
                 int ni = list[j];
-                if (!sf_cg_is_gather(f->nodes[ni].op)) continue;
+                if (!sf_cg_is_gather(f->nodes[ni].op) || ni == lazy) continue;
                 if (pl->vkind[f->nodes[ni].out[0]] == SF_CUV_BUFFER) st = sf_cg_index(&g, ni, msg, msglen);
                 else sf_cg_gather_check(&g, ni);
             }
@@ -1405,8 +1410,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
                 for (int j = 0; j < nl; j++) in_seg[list[j]] = false;
                 break;
             }
-            int anchor = seg->anchor;
-            if (anchor >= 0 && !is_compute(f, anchor)) anchor = -1;
             st = emit_group(&g, list, nl, anchor, msg, msglen);
             for (int j = 0; j < nl; j++) in_seg[list[j]] = false;
             if (st == SCANFUSE_ERROR_UNSUPPORTED) *bad_seg = s;

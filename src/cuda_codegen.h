@@ -231,6 +231,25 @@ unsigned sf_cg_grid(int64_t blocks);
  * with its prologue and epilogue, or alone). */
 scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen);
 scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
+/* The MoE combine as a row kernel (cuda_combine.c): sum over dim 1 of [T, K, H] of
+ * mul(G, W), G whole rows gathered by take_along_dim along dim 0 (through an
+ * index_select of the segment: composed), W one weight per (t, j).  sf_cg_combine_match
+ * tells whether reduction anchor `anchor` of the segment being emitted has that form
+ * (the conditions are in the file); sf_cg_combine_emit then emits kernel k (whose Io
+ * struct `io` is already in the source: its Op and st are used) as the row kernel. */
+typedef struct sf_cg_combine {
+    int sum, mul, take;   /* nodes: the reduction, the product, the gather of rows     */
+    int sel;              /* the segment's index_select P = X[J] the rows come through, or -1 */
+    int32_t src;          /* the rows' source: X (through P) or the value G gathers from */
+    int32_t iv, w, j;     /* the index [T, K, 1], the weights [T, K, 1], J (or -1)       */
+    int32_t p;            /* P when its rows are written here (lazy rows), or -1        */
+    int64_t T, K, H;
+    int64_t nsrc, nmid;   /* rows of the source, and the range of I (rows of P or the source) */
+    int E, U;             /* elements a 16-byte vector, vectors a thread per slot       */
+} sf_cg_combine;
+bool sf_cg_combine_match(const sf_cg *g, int anchor, sf_cg_combine *c);
+scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, const sf_cg_combine *c,
+                                   const char *elem, scanfuse_dtype cdt, char *msg, size_t msglen);
 /* Index and sort ops (cuda_index.c): the kernels of one opaque node. */
 scanfuse_status sf_cg_index(sf_cg *g, int node, char *msg, size_t msglen);
 /* gather, take_along_dim, index_select: the ops the emitter computes inline. */

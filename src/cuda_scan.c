@@ -824,6 +824,9 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     free(stb.data);
     free(val.data);
 
+    /* the MoE combine's form: a row kernel (cuda_combine.c) */
+    sf_cg_combine cm;
+    if (fl && sf_cg_combine_match(g, anchor, &cm)) return sf_cg_combine_emit(g, k, io, &cm, elem, cdt, msg, msglen);
     int sms = g->sms > 0 ? g->sms : 132;
     int last = -1; /* the input's innermost dim of size > 1 */
     for (int d = x->ndim - 1; d >= 0 && last < 0; d--)

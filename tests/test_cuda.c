@@ -724,6 +724,29 @@ static void build_programs(void) {
                  "out = sum(mul(expert_out, reshape(score, [600, 2, 1])), dim=1)\n"
                  "output score, out\n",
                  T_ULP1);
+        /* the row combine (cuda_combine.c) with lazy rows: k = 2 with two vectors a
+         * thread, k = 1 with four (the Llama shape); the sliced-input and transposed-output
+         * layouts take its element path */
+        q = prog_raw("input logits: float32[512, 6]\ninput hidden: bfloat16[512, 256]\n"
+                     "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [1024])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "expert_out = take_along_dim(reshape(permuted, [1024, 1, 256]), reshape(inverse, [512, 2, 1]), dim=0)\n"
+                     "out = cast(sum(mul(expert_out, reshape(score, [512, 2, 1])), dim=1), bfloat16)\n"
+                     "output permuted, out\n",
+                     T_EXACT);
+        q->tol[1] = T_ULP1;
+        q = prog_raw("input logits: bfloat16[256, 16]\ninput hidden: float16[256, 512]\n"
+                     "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+                     "pairs = reshape(expert, [256])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "expert_out = take_along_dim(reshape(permuted, [256, 1, 512]), reshape(inverse, [256, 1, 1]), dim=0)\n"
+                     "out = sum(mul(expert_out, reshape(score, [256, 1, 1])), dim=1)\n"
+                     "output permuted, out\n",
+                     T_EXACT);
+        q->tol[1] = T_ULP1;
         prog_raw("input x: float16[3, 5, 65536]\ns = sum(x, dim=1)\noutput s\n", T_ULP1);
         prog_raw("input x: int32[4, 3, 40000]\ns = sum(x, dim=1)\nm = max(x, dim=1)\noutput s, m\n", T_EXACT);
         prog_raw("input x: float32[7, 150000]\nm = max(x, dim=0)\nn = mean(x, dim=0)\noutput m, n\n", T_ULP1);

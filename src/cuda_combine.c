@@ -1,0 +1,287 @@
+/*
+ * cuda_combine.c — the MoE combine as a row kernel on the GPU:
+ *
+ *     out[t, h] = sum over j < K of  S[row(t, j), h] * W[t, j, 0]      (then the epilogue)
+ *
+ * where the gathered elements are whole rows of a source S ([R, H]) picked by an index
+ * I[t, j] (take_along_dim along dim 0 of a [N, 1, H] view, index [T, K, 1]), or, when
+ * that source is itself an index_select P = X[J] of the segment, rows J[I[t, j]] of X
+ * (the emitter's composed gather).  The generic reduction kernel (sf_red_thread_v)
+ * computes each output element on its own through a chain of three dependent loads
+ * (I, J, then two bytes of X): ~1.4 µs a round for 16 bytes a thread, 39 µs at Llama
+ * sizes where the bytes take ~10 (NOTES, CUDA session 5).  Here a thread takes U runs of
+ * E elements (16 bytes each) of one output row: it loads the K indices and weights once,
+ * then K x U 16-byte vectors at once, and computes every element exactly as the generic
+ * kernel does (Cb::elem: the product rounded to the mul's dtype, converted to the sum's
+ * compute type, combined by the same Op in slot order, stored by the same Io::st with
+ * its epilogue), so the bits are those of the generic kernel.
+ *
+ * Lazy rows: when P is an output of the segment (stored) and I is the inverse of a
+ * permutation (an argsort of an argsort's result: every row of P is read by exactly one
+ * (t, j)), the thread that reads a row writes it to P from the same loads, and P's own
+ * row-gather kernel is not emitted: the bytes become the floor's (X read once, P and
+ * the output written once) and one launch goes.
+ *
+ * Conditions (sf_cg_combine_match): a sum over dim 1 of [T, K, H] (K <= 8) of
+ * mul(G, W) (either order, floating dtypes), G = take_along_dim as above of a source
+ * in memory or an index_select of the segment, W [T, K, 1] in memory, nothing else of
+ * the segment reading G or the product, the indices proven in range (sf_int_range: no
+ * check kernel, no error), H a multiple of the 16-byte vector's elements.  Rows that
+ * are not contiguous or 16-byte aligned take the element path of the same kernel.
+ */
+#include "cuda_codegen.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const combine_prelude[] = {
+    "// ---- the row combine (cuda_combine.c) ----",
+    "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY>",
+    "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP) {",
+    "    typedef typename Op::T Acc;",
+    "    typedef typename Cb::R R;",
+    "    const i64 C = H / (E * U);",
+    "    const bool fast = ((a.flags >> oS) & 1) && a.ptr[oS] % 16 == 0 &&",
+    "                      (!LAZY || (((a.flags >> oP) & 1) && a.ptr[oP] % 16 == 0));",
+    "    for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < T * C; w += (i64)gridDim.x * blockDim.x) {",
+    "        const i64 t = w / C, h0 = (w - t * C) * (E * U);",
+    "        i64 mid[K], row[K];",
+    "        double wt[K];",
+    "#pragma unroll",
+    "        for (int j = 0; j < K; ++j) {",
+    "            const i64 m = sf_clamp_idx(Cb::idx(a, t, j), nmid);",
+    "            mid[j] = m;",
+    "            row[j] = sf_clamp_idx(Cb::row(a, m), nsrc);",
+    "            wt[j] = Cb::wt(a, t, j);",
+    "        }",
+    "        if (fast) {",
+    "            uint4 v[K][U];",
+    "#pragma unroll",
+    "            for (int j = 0; j < K; ++j)",
+    "#pragma unroll",
+    "                for (int u = 0; u < U; ++u) v[j][u] = ((const uint4*)a.ptr[oS])[(row[j] * H + h0) / E + u];",
+    "            if (LAZY)",
+    "#pragma unroll",
+    "                for (int j = 0; j < K; ++j)",
+    "#pragma unroll",
+    "                    for (int u = 0; u < U; ++u) ((uint4*)a.ptr[oP])[(mid[j] * H + h0) / E + u] = v[j][u];",
+    "#pragma unroll",
+    "            for (int u = 0; u < U; ++u)",
+    "#pragma unroll",
+    "                for (int e = 0; e < E; ++e) {",
+    "                    Acc acc = Op::id();",
+    "#pragma unroll",
+    "                    for (int j = 0; j < K; ++j) acc = Op::op(acc, Cb::elem(Cb::cv(((const R*)&v[j][u])[e]), wt[j]));",
+    "                    Io::st(a, t * H + h0 + u * E + e, acc);",
+    "                }",
+    "        } else {",
+    "            for (int q = 0; q < E * U; ++q) {",
+    "                const i64 h = h0 + q;",
+    "                Acc acc = Op::id();",
+    "#pragma unroll",
+    "                for (int j = 0; j < K; ++j) {",
+    "                    const R x = ((const R*)a.ptr[oS])[row[j] * a.st[oS][0] + h * a.st[oS][1]];",
+    "                    if (LAZY) ((R*)a.ptr[oP])[mid[j] * a.st[oP][0] + h * a.st[oP][1]] = x;",
+    "                    acc = Op::op(acc, Cb::elem(Cb::cv(x), wt[j]));",
+    "                }",
+    "                Io::st(a, t * H + h, acc);",
+    "            }",
+    "        }",
+    "    }",
+    "}",
+    NULL};
+
+static const sf_node *producer(const scanfuse_fusion *f, int32_t v) {
+    int p = f->values[v].producer;
+    return p >= 0 ? &f->nodes[p] : NULL;
+}
+
+/* The value a chain of reshapes of v starts from. */
+static int32_t unreshape(const scanfuse_fusion *f, int32_t v) {
+    for (const sf_node *p = producer(f, v); p && p->op == SF_OP_reshape; p = producer(f, v)) v = p->in[0];
+    return v;
+}
+
+/* Is v computed by a node of the segment being emitted (through views)? */
+static bool from_segment(const sf_cg *g, int32_t v) {
+    const scanfuse_fusion *f = g->f;
+    for (;;) {
+        int p = f->values[v].producer;
+        if (p < 0) return false;
+        if (g->in_seg[p]) return true;
+        if (!sf_node_is_setup(f->nodes[p].op) || f->nodes[p].nin == 0) return false;
+        v = f->nodes[p].in[0];
+    }
+}
+
+/* Nodes of the segment reading value v. */
+static int readers(const sf_cg *g, int32_t v) {
+    const scanfuse_fusion *f = g->f;
+    int n = 0;
+    for (int i = 0; i < f->nnodes; i++) {
+        if (!g->in_seg[i]) continue;
+        for (int q = 0; q < f->nodes[i].nin; q++) n += f->nodes[i].in[q] == v;
+    }
+    return n;
+}
+
+static bool in_range(const scanfuse_fusion *f, int32_t v, int64_t size) {
+    int64_t lo, hi;
+    return sf_int_range(f, v, &lo, &hi) && lo >= 0 && hi < size;
+}
+
+static bool is_float(scanfuse_dtype dt) {
+    return dt == SCANFUSE_FLOAT16 || dt == SCANFUSE_BFLOAT16 || dt == SCANFUSE_FLOAT32 ||
+           dt == SCANFUSE_FLOAT64;
+}
+
+bool sf_cg_combine_match(const sf_cg *g, int anchor, sf_cg_combine *c) {
+    const scanfuse_fusion *f = g->f;
+    memset(c, 0, sizeof *c);
+    if (anchor < 0 || sf_cg_tune("row_combine", 1) == 0) return false;
+    const sf_node *sn = &f->nodes[anchor];
+    if (sn->op != SF_OP_sum || sn->nin != 1 || sn->a.nlist != 1 || sn->a.list[0] != 1) return false;
+    const sf_value *x = &f->values[sn->in[0]], *y = &f->values[sn->out[0]];
+    if (x->ndim != 3 || y->ndim != 2 || !is_float(y->dtype)) return false;
+    int64_t T = x->shape[0], K = x->shape[1], H = x->shape[2];
+    if (K < 1 || K > 8 || T < 1 || H < 1) return false;
+    /* the product with one weight per (t, j) */
+    const sf_node *mn = producer(f, sn->in[0]);
+    if (!mn || mn->op != SF_OP_mul || !g->in_seg[f->values[sn->in[0]].producer] || !is_float(x->dtype) ||
+        readers(g, sn->in[0]) != 1 || g->pl->vkind[sn->in[0]] == SF_CUV_BUFFER)
+        return false;
+    int gq = -1;
+    for (int q = 0; q < 2; q++) {
+        const sf_node *p = producer(f, mn->in[q]);
+        if (p && p->op == SF_OP_take_along_dim && g->in_seg[f->values[mn->in[q]].producer]) gq = q;
+    }
+    if (gq < 0 || mn->in[0] == mn->in[1]) return false;
+    int32_t gv = mn->in[gq], wv = mn->in[1 - gq];
+    const sf_value *w = &f->values[wv];
+    if (readers(g, gv) != 1 || w->ndim != 3 || w->shape[0] != T || w->shape[1] != K || w->shape[2] != 1 ||
+        !is_float(w->dtype) || from_segment(g, wv))
+        return false;
+    int wk = g->pl->vkind[wv];
+    if (wk != SF_CUV_INPUT && wk != SF_CUV_BUFFER && wk != SF_CUV_VIEW) return false;
+    /* G = take_along_dim(P viewed as [N, 1, H], I viewed as [T, K, 1], dim=0) */
+    const sf_node *tn = producer(f, gv);
+    const sf_value *xv = &f->values[tn->in[0]], *iv = &f->values[tn->in[1]];
+    if (!tn->a.has_dim || tn->a.dim != 0 || xv->ndim != 3 || xv->shape[1] != 1 || xv->shape[2] != H ||
+        iv->ndim != 3 || iv->shape[0] != T || iv->shape[1] != K || iv->shape[2] != 1 ||
+        from_segment(g, tn->in[1]))
+        return false;
+    int ik = g->pl->vkind[tn->in[1]];
+    if (ik != SF_CUV_INPUT && ik != SF_CUV_BUFFER && ik != SF_CUV_VIEW) return false;
+    int32_t pv = unreshape(f, tn->in[0]);
+    const sf_value *p = &f->values[pv];
+    int64_t N = xv->shape[0];
+    if (p->ndim != 2 || p->shape[0] != N || p->shape[1] != H || !in_range(f, tn->in[1], N)) return false;
+    c->sum = anchor;
+    c->mul = f->values[sn->in[0]].producer;
+    c->take = f->values[gv].producer;
+    c->w = wv;
+    c->iv = tn->in[1];
+    c->T = T;
+    c->K = K;
+    c->H = H;
+    c->sel = -1;
+    c->j = -1;
+    c->p = -1;
+    c->nmid = N;
+    const sf_node *pn = producer(f, pv);
+    if (pn && g->in_seg[f->values[pv].producer]) {
+        /* P = index_select(X, 0, J) of the segment: rows J[I] of X */
+        if (pn->op != SF_OP_index_select || pn->a.dim != 0) return false;
+        const sf_value *X = &f->values[pn->in[0]], *J = &f->values[pn->in[1]];
+        if (X->ndim != 2 || X->shape[1] != H || J->ndim != 1 || J->shape[0] != N ||
+            from_segment(g, pn->in[0]) || from_segment(g, pn->in[1]) || !in_range(f, pn->in[1], X->shape[0]))
+            return false;
+        c->sel = f->values[pv].producer;
+        c->src = pn->in[0];
+        c->j = pn->in[1];
+        c->nsrc = X->shape[0];
+        /* lazy: P stored, read only here, and I (through reshapes) a permutation of [0, N) */
+        if (g->pl->vkind[pv] == SF_CUV_BUFFER) {
+            int32_t ib = unreshape(f, tn->in[1]);
+            int ip = f->values[ib].producer;
+            if (ip < 0 || !sf_cg_is_perm_sort(f, ip) || f->values[ib].ndim != 1 || f->values[ib].shape[0] != N ||
+                N != T * K)
+                return false;
+            for (int i = 0; i < f->nnodes; i++) { /* its only reader in the segment: the view G reads */
+                if (!g->in_seg[i] || i == c->take) continue;
+                for (int q = 0; q < f->nodes[i].nin; q++)
+                    if (unreshape(f, f->nodes[i].in[q]) == pv) return false;
+            }
+            c->p = pv;
+        }
+    } else {
+        c->src = pv;
+        c->nsrc = N;
+    }
+    const sf_value *s = &f->values[c->src];
+    if (!is_float(s->dtype) || s->dtype != f->values[gv].dtype || s->dtype == SCANFUSE_FLOAT64) return false;
+    c->E = 16 / (int)scanfuse_dtype_size(s->dtype);
+    if (H % c->E != 0) return false;
+    c->U = 1;
+    for (int u = 4; u > 1 && c->U == 1; u /= 2)
+        if (u * K <= 4 && (H / c->E) % u == 0) c->U = u;
+    return true;
+}
+
+scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, const sf_cg_combine *c,
+                                   const char *elem, scanfuse_dtype cdt, char *msg, size_t msglen) {
+    const scanfuse_fusion *f = g->f;
+    sf_buf *src = g->src;
+    int ki = (int)(k - g->pl->k);
+    int oS = sf_cg_operand(k, c->src, SF_CUOP_OWN, 0, false);
+    int oI = sf_cg_operand(k, c->iv, SF_CUOP_OWN, 0, false);
+    int oW = sf_cg_operand(k, c->w, SF_CUOP_OWN, 0, false);
+    int oJ = c->j >= 0 ? sf_cg_operand(k, c->j, SF_CUOP_OWN, 0, false) : 0;
+    int oP = c->p >= 0 ? sf_cg_operand(k, c->p, SF_CUOP_OWN, 0, true) : 0;
+    if (oS < 0 || oI < 0 || oW < 0 || oJ < 0 || oP < 0) {
+        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+        return SCANFUSE_ERROR_UNSUPPORTED;
+    }
+    if (!strstr(src->data ? src->data : "", "sf_row_combine(const sf_args"))
+        for (int i = 0; combine_prelude[i]; i++) {
+            sf_buf_puts(src, combine_prelude[i]);
+            sf_buf_puts(src, "\n");
+        }
+    scanfuse_dtype sdt = f->values[c->src].dtype, mdt = f->values[f->nodes[c->mul].out[0]].dtype;
+    const sf_value *iv = &f->values[c->iv], *wv = &f->values[c->w];
+    sf_buf_printf(src, "struct Cb_k%d {\ntypedef %s R;\n", ki, sf_cg_rawtype(sdt));
+    sf_buf_printf(src, "static __device__ __forceinline__ double cv(R x) { return sf_cv_%s(x); }\n",
+                  sf_cg_sfx(sdt));
+    sf_buf_printf(src,
+                  "static __device__ __forceinline__ i64 idx(const sf_args& a, i64 t, i64 j) "
+                  "{ return sf_ld_%s(a.ptr[%d], t * a.st[%d][0] + j * a.st[%d][1]); }\n",
+                  sf_cg_sfx(iv->dtype), oI, oI, oI);
+    if (c->j >= 0)
+        sf_buf_printf(src,
+                      "static __device__ __forceinline__ i64 row(const sf_args& a, i64 m) "
+                      "{ return sf_ld_%s(a.ptr[%d], m * a.st[%d][0]); }\n",
+                      sf_cg_sfx(f->values[c->j].dtype), oJ, oJ);
+    else
+        sf_buf_puts(src, "static __device__ __forceinline__ i64 row(const sf_args& a, i64 m) "
+                         "{ (void)a; return m; }\n");
+    sf_buf_printf(src,
+                  "static __device__ __forceinline__ double wt(const sf_args& a, i64 t, i64 j) "
+                  "{ return sf_ld_%s(a.ptr[%d], t * a.st[%d][0] + j * a.st[%d][1]); }\n",
+                  sf_cg_sfx(wv->dtype), oW, oW, oW);
+    /* the product as the mul node rounds it, converted as the reduction's ld converts
+     * its input, then the reduction's element */
+    sf_buf_printf(src, "static __device__ __forceinline__ %s::T elem(double g, double w) {\n", io);
+    if (mdt == SCANFUSE_FLOAT64) sf_buf_puts(src, "const double p = g * w;\n");
+    else sf_buf_printf(src, "const double p = sf_r_%s(g * w);\n", sf_cg_sfx(mdt));
+    sf_buf_printf(src, "const %s x = ", sf_cg_ctype(cdt));
+    sf_cg_conv(src, mdt, cdt, "p");
+    sf_buf_printf(src, ";\nreturn %s;\n}\n};\n", elem);
+    int64_t threads = c->T * (c->H / ((int64_t)c->E * c->U));
+    k->grid = sf_cg_grid((threads + 255) / 256);
+    sf_buf_printf(src,
+                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "sf_row_combine<%s::Op, %s, Cb_k%d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll, %d, %d);\n}\n\n",
+                  ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", (long long)c->T,
+                  (long long)c->H, (long long)c->nsrc, (long long)c->nmid, oS, oP);
+    return SCANFUSE_OK;
+}
