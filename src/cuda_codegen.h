@@ -280,6 +280,9 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
  * [0, len): the stable sort is a scatter): sf_cg_perm_sort emits that kernel (operands
  * and So struct as emit_sort has them) and returns true, else false. */
 bool sf_cg_is_perm_sort(const scanfuse_fusion *f, int ni);
+/* topk of rows of <= 512 keys, k <= 16, as one warp a row over a grid (cuda_small.c's
+ * template): emits the kernel and returns true, else false (tuning warp_topk=0). */
+bool sf_cg_warp_topk(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops);
 bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops);
 int sf_cuda_small_nd(const scanfuse_fusion *f, const sf_cuda_kernel *k, int op);
 int sf_cuda_small_words(const scanfuse_fusion *f, const sf_cuda_kernel *k);

@@ -412,6 +412,8 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
     int sms = g->sms > 0 ? g->sms : 132;
     /* argsort of a permutation (the MoE's inverse): a scatter (cuda_small.c) */
     if (!topk && sf_cg_perm_sort(g, ni, so, ops, nops)) return SCANFUSE_OK;
+    /* topk of short rows: a warp a row (cuda_small.c) */
+    if (topk && sf_cg_warp_topk(g, ni, so, ops, nops)) return SCANFUSE_OK;
     /* argsort of integer keys in a known small range (range=, or made by topk/argsort):
      * a counting sort, one block a row (as the CPU, for R <= 2n + 16) */
     int64_t krange = 0, rlo, rhi;
@@ -422,6 +424,31 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
     if (krange > 0 && krange <= 1024 && krange <= 2 * len + 16 && len < ((int64_t)1 << 30)) {
         int R = 32;
         while (R < krange) R *= 2;
+        /* a few long rows (DeepSeek's 32768 (token, slot) pairs: one block took 166 µs):
+         * chunks of CH over many blocks, in three passes (histograms, starts, placing) */
+        const int64_t CH = 1024, nch = ceil_div(len, CH);
+        if (rows < sms && nch >= 4 && sf_cg_tune("count_split", 1)) {
+            static const char *const pass[3] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
+                                                "sf_count_split_scan<%d>(a, %lldll, %lldll, %lldll);\n",
+                                                "sf_count_split_place<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n"};
+            for (int q = 0; q < 3; q++) {
+                sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+                k->nops = nops;
+                memcpy(k->ops, ops, sizeof ops);
+                k->block = 256;
+                int64_t blocks = q == 1 ? rows : rows * nch;
+                k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
+                k->scratch_bytes = q == 0 ? rows * R * nch * 4 : -1;
+                sf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n",
+                              (int)(k - g->pl->k));
+                if (q == 1) sf_buf_printf(b, pass[1], R, (long long)rows, (long long)len, (long long)CH);
+                else
+                    sf_buf_printf(b, pass[q], so, df, R, (long long)rows, (long long)len, (long long)krange,
+                                  (long long)CH);
+                sf_buf_puts(b, "}\n\n");
+            }
+            return SCANFUSE_OK;
+        }
         sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
         k->nops = nops;
         memcpy(k->ops, ops, sizeof ops);

@@ -223,6 +223,46 @@ bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *op
     return true;
 }
 
+/* topk over rows of <= 512 keys, k <= 16: the warp-per-row template (items per lane, rows
+ * a warp at once), the node's kernel whether it runs alone or as a small segment's
+ * pre-kernel (below); one 128-thread block a row sorting the whole row took 67.5 µs for
+ * DeepSeek's 4096 x 256 router logits (NOTES, CUDA session 5). */
+static bool warp_topk_shape(const scanfuse_fusion *f, int ni, int *items, int *grp) {
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]];
+    if (n->op != SF_OP_topk || x->ndim == 0) return false;
+    int64_t len = x->shape[n->a.dim];
+    if (len > 16 * 32 || n->a.count > 16) return false;
+    *items = (int)((len + 31) / 32);
+    if (*items < 1) *items = 1;
+    *grp = 16 / *items > 4 ? 4 : 16 / *items;
+    if (*grp < 1) *grp = 1;
+    return true;
+}
+
+bool sf_cg_warp_topk(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops) {
+    const scanfuse_fusion *f = g->f;
+    int items, grp;
+    if (sf_cg_tune("warp_topk", 1) == 0 || !warp_topk_shape(f, ni, &items, &grp)) return false;
+    const sf_node *n = &f->nodes[ni];
+    const sf_value *x = &f->values[n->in[0]];
+    int64_t len = x->shape[n->a.dim], rows = len > 0 ? sf_value_numel(x) / len : 0;
+    ensure_small_prelude(g->src, g->src);
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+    k->nops = nops;
+    memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
+    k->block = 256;
+    int64_t blocks = (rows + 8 * grp - 1) / (8 * grp), cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 8;
+    k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+    sf_buf_printf(g->src,
+                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "sf_topk_warps<%s, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                  (int)(k - g->pl->k), so, sf_dtype_is_float(x->dtype) ? "true" : "false",
+                  n->a.largest ? "true" : "false", items, grp, (long long)rows, (long long)len,
+                  (long long)n->a.count);
+    return true;
+}
+
 /* Tuning "small_prof=1" (a measurement, never a default): thread 0 reads the global
  * timer after every phase's barrier and prints the times when the kernel ends, so a run
  * shows where the block's time goes (the kernel's whole time is Nsight's). */
@@ -267,14 +307,7 @@ static ph_kind sort_kind(const sf_cg *g, int ni, small_node *sn) {
     int64_t len = nd > 0 ? x->shape[dim] : 1;
     int64_t rows = len > 0 ? sf_value_numel(x) / len : 0;
     bool isf = sf_dtype_is_float(x->dtype);
-    if (n->op == SF_OP_topk) {
-        if (len > 16 * 32 || n->a.count > 16) return PH_NONE;
-        sn->items = (int)((len + 31) / 32);
-        if (sn->items < 1) sn->items = 1;
-        sn->grp = 16 / sn->items > 4 ? 4 : 16 / sn->items;
-        if (sn->grp < 1) sn->grp = 1;
-        return PH_TOPK;
-    }
+    if (n->op == SF_OP_topk) return warp_topk_shape(f, ni, &sn->items, &sn->grp) ? PH_TOPK : PH_NONE;
     if (isf) return PH_NONE;
     if (sf_cg_is_perm_sort(f, ni)) return PH_PERM;
     int64_t krange = 0, rlo, rhi;
@@ -500,7 +533,9 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         }
     }
     int nsub = pl->nkernels - nk0, pre_k = -1;
-    if (pre) {
+    if (pre && pl->k[sn[0].sort_k].block == 256 && strstr(src + src0, "sf_topk_warps<So_k")) {
+        pre_k = sn[0].sort_k; /* the node's kernel is the grid template (sf_cg_warp_topk) */
+    } else if (pre) {
         /* the topk's own sort kernel's operands, as a grid of 256-thread blocks running
          * the block's template: 8 warps a block, G rows a warp at once */
         const sf_node *nd = &f->nodes[nodes[0]];

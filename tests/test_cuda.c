@@ -582,6 +582,12 @@ static void build_programs(void) {
                      "output a, d, s\n", T_EXACT);
         p->gen[0] = G_INDEX;
         p->irange[0] = 100;
+        /* (x0's rows above: 5 chunks of 1024 over blocks, sf_count_split_*) and buckets of
+         * 1024 over 9 chunks, the last one partial */
+        p = prog_raw("input x0: int32[2, 9000]\na = argsort(x0, dim=1, range=700)\n"
+                     "d = argsort(x0, dim=1, range=700, descending=true)\noutput a, d\n", T_EXACT);
+        p->gen[0] = G_INDEX;
+        p->irange[0] = 700;
         p = prog_raw("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", T_EXACT);
         p->gen[0] = G_INDEX;
         p->irange[0] = 17;
