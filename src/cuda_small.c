@@ -252,7 +252,11 @@ bool sf_cg_warp_topk(sf_cg *g, int ni, const char *so, const sf_cuda_operand *op
     k->nops = nops;
     memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
     k->block = 256;
-    int64_t blocks = (rows + 8 * grp - 1) / (8 * grp), cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 8;
+    int sms = g->sms > 0 ? g->sms : 132;
+    /* fewer rows a warp while that leaves multiprocessors idle (Llama's 2048 rows at 4 a
+     * warp were 64 blocks on 132 multiprocessors) */
+    while (grp > 1 && (rows + 8 * grp - 1) / (8 * grp) < 2 * (int64_t)sms) grp /= 2;
+    int64_t blocks = (rows + 8 * grp - 1) / (8 * grp), cap = (int64_t)sms * 8;
     k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
     sf_buf_printf(g->src,
                   "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
