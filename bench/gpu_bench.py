@@ -366,9 +366,56 @@ def example_case(sf, stream, args, copy, gen, out_rows, path, label):
     prog.bind(inputs, outputs)
     t_sf = time_calls(prog, stream, args.repeat)
     t_sfg = time_graph(prog, stream) if args.graph else None
-    out_rows.append({"case": label, "bytes": nbytes, "kernels": prog.kernels, "scanfuse_us": t_sf * 1e6,
-                     "scanfuse_graph_us": t_sfg * 1e6 if t_sfg else None,
-                     "floor_us": nbytes / (copy * 1e9) * 1e6, "copy_gbps": copy})
+    row = {"case": label, "bytes": nbytes, "kernels": prog.kernels, "scanfuse_us": t_sf * 1e6,
+           "scanfuse_graph_us": t_sfg * 1e6 if t_sfg else None,
+           "floor_us": nbytes / (copy * 1e9) * 1e6, "copy_gbps": copy}
+    if label in MOE_K:  # the same program in PyTorch, on the same inputs, eager and compiled
+        fn = lambda: torch_moe(inputs[0], inputs[1], MOE_K[label])  # noqa: E731
+        row["torch_eager_us"] = time_calls(fn, stream, args.repeat) * 1e6
+        try:
+            fc = torch.compile(lambda a, b: torch_moe(a, b, MOE_K[label]))
+            row["torch_compile_us"] = time_calls(lambda: fc(inputs[0], inputs[1]), stream, args.repeat) * 1e6
+        except Exception as e:  # noqa: BLE001 (torch.compile may fail)
+            print(f"torch.compile failed for {label}: {e}", file=sys.stderr)
+        # scanfuse's outputs against PyTorch's: the routing exactly, the combine within 1 ulp
+        ref = torch_moe(inputs[0], inputs[1], MOE_K[label])
+        with torch.cuda.stream(stream):
+            prog()
+        stream.synchronize()
+        same = all(torch.equal(outputs[i], ref[i]) for i in range(len(ref) - 1))
+        diff = (outputs[-1].float() - ref[-1].float()).abs()
+        ulp = torch.finfo(torch.bfloat16).eps * ref[-1].float().abs().clamp_min(1e-30)
+        row["routing_equal_torch"] = bool(same)
+        row["combine_max_ulps_vs_torch"] = float((diff / ulp).max())
+        print(f"{label}: scanfuse {t_sf * 1e6:.1f} us (graph {row['scanfuse_graph_us'] or 0:.1f}) | "
+              f"torch eager {row['torch_eager_us']:.1f} us, compile {row.get('torch_compile_us') or 0:.1f} us; "
+              f"routing equal {same}, combine {row['combine_max_ulps_vs_torch']:.2f} ulp apart", flush=True)
+    out_rows.append(row)
+
+
+MOE_K = {"moe_routing": 1, "moe_routing_deepseek": 8}  # k of each MoE example
+
+
+def torch_moe(logits, hidden, k, align=128):
+    """examples/moe_routing*.sf in PyTorch, output for output (the histogram by scatter_add:
+    bincount would wait for the host)."""
+    T, E = logits.shape
+    H = hidden.shape[1]
+    top, expert = torch.topk(logits, k, dim=1)
+    score = torch.sigmoid(top.float())
+    pairs = expert.reshape(T * k)
+    counts = torch.zeros(E, dtype=torch.int64, device=logits.device).scatter_add_(0, pairs, torch.ones_like(pairs))
+    offsets = torch.cumsum(counts, 0, dtype=torch.int32)
+    starts = torch.nn.functional.pad(offsets, (1, 0))
+    padded = (counts + align - 1) // align * align
+    aligned = torch.cumsum(padded, 0) - padded
+    perm = torch.argsort(pairs, stable=True)
+    inverse = torch.argsort(perm, stable=True)
+    token = perm // k
+    permuted = hidden.index_select(0, token)
+    expert_out = permuted.index_select(0, inverse).reshape(T, k, H)
+    out = (expert_out * score.reshape(T, k, 1)).sum(1).to(hidden.dtype)
+    return expert, score, counts, offsets, starts, aligned, perm, inverse, permuted, out
 
 
 def accuracy(sf, stream, gen, out_rows):
@@ -467,7 +514,12 @@ def main():
     print("\n=== summary (ratio = GB/s / copy GB/s; us per call, median) ===")
     print(f"copy {copy:.0f} GB/s")
     for r in rows:
-        if "scanfuse_us" in r and "torch_eager_us" in r:
+        if "floor_us" in r and "torch_eager_us" in r:
+            print(f"{r['case'][:34]:34s} sf {r['scanfuse_us']:8.1f}"
+                  + (f" g {r['scanfuse_graph_us']:8.1f}" if r.get('scanfuse_graph_us') else "")
+                  + f" us, {r['kernels']} kernels, floor {r['floor_us']:.1f} us | eager {r['torch_eager_us']:.1f}"
+                  + (f" | comp {r['torch_compile_us']:.1f}" if r.get('torch_compile_us') else ""))
+        elif "scanfuse_us" in r and "torch_eager_us" in r:
             g = r.get("scanfuse_graph_us")
             print(f"{r['case'][:34]:34s} sf {r['scanfuse_us']:8.1f} ({r['scanfuse_ratio']:.2f})"
                   + (f" g {g:8.1f} ({r['scanfuse_graph_ratio']:.2f})" if g else "")
