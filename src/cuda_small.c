@@ -39,9 +39,10 @@
  *
  * A leading topk over many rows (grid_topk) is the exception to "one block": on one
  * multiprocessor the Llama router's 2048 x 128 logits alone took 100 µs of the block's
- * 120 µs (Nsight, session 5), so it runs as a pre-kernel, the same warp-per-row template
- * over a grid, launched just before the small kernel (sf_cuda_kernel.pre1), and the
- * block starts at the next phase.  Its input is then not counted as the block's data.
+ * 120 µs (Nsight, session 5), so it runs as a pre-kernel, the topk node's own kernel
+ * (the same warp-per-row template over a grid, sf_cg_warp_topk), launched just before
+ * the small kernel (sf_cuda_kernel.pre1), and the block starts at the next phase.  Its
+ * input is then not counted as the block's data.
  *
  * "Small": the distinct values the segment's compute nodes read and write together at
  * most SF_SMALL_KB (1 MiB; tuning "small_kb").  One multiprocessor streams that from L2/HBM in a few µs
@@ -287,7 +288,7 @@ static bool grid_topk(const scanfuse_fusion *f, int ni) {
     const sf_value *x = &f->values[n->in[0]];
     int64_t len = x->ndim > 0 ? x->shape[x->ndim > 0 ? n->a.dim : 0] : 1;
     int64_t numel = sf_value_numel(x), lim = sf_cg_tune("small_topk_grid", 16384);
-    return lim > 0 && numel >= lim && len <= 16 * 32 && n->a.count <= 16;
+    return lim > 0 && numel >= lim && len <= 16 * 32 && n->a.count <= 16 && sf_cg_tune("warp_topk", 1) != 0;
 }
 
 /* How one node runs in the small kernel. */
@@ -536,31 +537,9 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             free(args.data);
         }
     }
-    int nsub = pl->nkernels - nk0, pre_k = -1;
-    if (pre && pl->k[sn[0].sort_k].block == 256 && strstr(src + src0, "sf_topk_warps<So_k")) {
-        pre_k = sn[0].sort_k; /* the node's kernel is the grid template (sf_cg_warp_topk) */
-    } else if (pre) {
-        /* the topk's own sort kernel's operands, as a grid of 256-thread blocks running
-         * the block's template: 8 warps a block, G rows a warp at once */
-        const sf_node *nd = &f->nodes[nodes[0]];
-        const sf_value *x = &f->values[nd->in[0]];
-        int64_t len = x->shape[nd->a.dim], rows = sf_value_numel(x) / len;
-        int sk = sn[0].sort_k;
-        sf_cuda_kernel *kp = sf_cg_new_kernel(g, SF_CUK_SORT, nodes[0]);
-        pre_k = (int)(kp - pl->k);
-        *kp = pl->k[sk];
-        kp->block = 256;
-        kp->scratch_bytes = 0;
-        int64_t blocks = (rows + 8 * sn[0].grp - 1) / (8 * sn[0].grp);
-        int64_t cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 8;
-        kp->grid = sf_cg_grid(blocks < cap ? blocks : cap);
-        sf_buf_printf(&dev,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_topk_warps<So_k%d, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      pre_k, sk, sf_dtype_is_float(x->dtype) ? "true" : "false",
-                      nd->a.largest ? "true" : "false", sn[0].items, sn[0].grp, (long long)rows,
-                      (long long)len, (long long)nd->a.count);
-    }
+    int nsub = pl->nkernels - nk0;
+    /* the pre-kernel: the topk node's own kernel, the grid template (sf_cg_warp_topk) */
+    int pre_k = pre ? sn[0].sort_k : -1;
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SMALL, nodes[0]);
     int ki = (int)(k - pl->k);
     k->sub0 = nk0;
