@@ -9,9 +9,9 @@
  * (the emitter's composed gather).  The generic reduction kernel (sf_red_thread_v)
  * computes each output element on its own through a chain of three dependent loads
  * (I, J, then two bytes of X): ~1.4 µs a round for 16 bytes a thread, 39 µs at Llama
- * sizes where the bytes take ~10 (NOTES, CUDA session 5).  Here a thread takes U runs of
- * E elements (16 bytes each) of one output row: it loads the K indices and weights once,
- * then K x U 16-byte vectors at once, and computes every element exactly as the generic
+ * sizes where the bytes take ~10 (NOTES, CUDA session 5).  Here a warp takes 32 x U
+ * vectors of 16 bytes (E elements each) of one output row: its lanes load the K indices
+ * and weights once (the same for the whole warp), then K x U vectors each at once, and computes every element exactly as the generic
  * kernel does (Cb::elem: the product rounded to the mul's dtype, converted to the sum's
  * compute type, combined by the same Op in slot order, stored by the same Io::st with
  * its epilogue), so the bits are those of the generic kernel.
@@ -36,15 +36,20 @@
 
 static const char *const combine_prelude[] = {
     "// ---- the row combine (cuda_combine.c) ----",
+    "// A warp takes 32 x U vectors of one output row, lane l vectors l, l + 32, ... of its",
+    "// segment (each load instruction reads 512 contiguous bytes; a lane's U vectors 64",
+    "// bytes apart were an L1/L2 request each: 140 µs at Llama sizes).",
     "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY>",
     "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP) {",
     "    typedef typename Op::T Acc;",
     "    typedef typename Cb::R R;",
-    "    const i64 C = H / (E * U);",
+    "    const i64 Vr = H / E, Sg = (Vr + 32 * U - 1) / (32 * U);",
+    "    const int lane = threadIdx.x & 31;",
     "    const bool fast = ((a.flags >> oS) & 1) && a.ptr[oS] % 16 == 0 &&",
     "                      (!LAZY || (((a.flags >> oP) & 1) && a.ptr[oP] % 16 == 0));",
-    "    for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < T * C; w += (i64)gridDim.x * blockDim.x) {",
-    "        const i64 t = w / C, h0 = (w - t * C) * (E * U);",
+    "    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;",
+    "    for (i64 wv = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; wv < T * Sg; wv += nwarps) {",
+    "        const i64 t = wv / Sg, vb = (wv - t * Sg) * 32 * U + lane;",
     "        i64 mid[K], row[K];",
     "        double wt[K];",
     "#pragma unroll",
@@ -59,32 +64,57 @@ static const char *const combine_prelude[] = {
     "#pragma unroll",
     "            for (int j = 0; j < K; ++j)",
     "#pragma unroll",
-    "                for (int u = 0; u < U; ++u) v[j][u] = ((const uint4*)a.ptr[oS])[(row[j] * H + h0) / E + u];",
+    "                for (int u = 0; u < U; ++u)",
+    "                    if (vb + u * 32 < Vr) v[j][u] = ((const uint4*)a.ptr[oS])[row[j] * Vr + vb + u * 32];",
     "            if (LAZY)",
     "#pragma unroll",
     "                for (int j = 0; j < K; ++j)",
     "#pragma unroll",
-    "                    for (int u = 0; u < U; ++u) ((uint4*)a.ptr[oP])[(mid[j] * H + h0) / E + u] = v[j][u];",
+    "                    for (int u = 0; u < U; ++u)",
+    "                        if (vb + u * 32 < Vr) ((uint4*)a.ptr[oP])[mid[j] * Vr + vb + u * 32] = v[j][u];",
     "#pragma unroll",
-    "            for (int u = 0; u < U; ++u)",
+    "            for (int u = 0; u < U; ++u) {",
+    "                if (vb + u * 32 >= Vr) continue;",
     "#pragma unroll",
     "                for (int e = 0; e < E; ++e) {",
     "                    Acc acc = Op::id();",
+    "                    bool done = false;",
+    "                    if (Cb::EXACT && K > 1) { // see Cb::EXACT",
+    "                        double sum = 0.0;",
+    "                        int emax = 0, emin = 0x7ff;",
     "#pragma unroll",
-    "                    for (int j = 0; j < K; ++j) acc = Op::op(acc, Cb::elem(Cb::cv(((const R*)&v[j][u])[e]), wt[j]));",
-    "                    Io::st(a, t * H + h0 + u * E + e, acc);",
+    "                        for (int j = 0; j < K; ++j) {",
+    "                            const double p = Cb::val(Cb::cv(((const R*)&v[j][u])[e]), wt[j]);",
+    "                            sum += p;",
+    "                            const int ex = (int)((sf_d2b(p) >> 52) & 0x7ff);",
+    "                            emax = p != 0.0 && ex > emax ? ex : emax;",
+    "                            emin = p != 0.0 && ex < emin ? ex : emin;",
+    "                        }",
+    "                        if (emax - emin <= 26) {",
+    "                            acc = Cb::exact(sum);",
+    "                            done = true;",
+    "                        }",
+    "                    }",
+    "                    if (!done)",
+    "#pragma unroll",
+    "                        for (int j = 0; j < K; ++j) acc = Op::op(acc, Cb::elem(Cb::cv(((const R*)&v[j][u])[e]), wt[j]));",
+    "                    Io::st(a, t * H + (vb + u * 32) * E + e, acc);",
     "                }",
+    "            }",
     "        } else {",
-    "            for (int q = 0; q < E * U; ++q) {",
-    "                const i64 h = h0 + q;",
-    "                Acc acc = Op::id();",
+    "            for (int u = 0; u < U; ++u) {",
+    "                if (vb + u * 32 >= Vr) continue;",
+    "                for (int e = 0; e < E; ++e) {",
+    "                    const i64 h = (vb + u * 32) * E + e;",
+    "                    Acc acc = Op::id();",
     "#pragma unroll",
-    "                for (int j = 0; j < K; ++j) {",
-    "                    const R x = ((const R*)a.ptr[oS])[row[j] * a.st[oS][0] + h * a.st[oS][1]];",
-    "                    if (LAZY) ((R*)a.ptr[oP])[mid[j] * a.st[oP][0] + h * a.st[oP][1]] = x;",
-    "                    acc = Op::op(acc, Cb::elem(Cb::cv(x), wt[j]));",
+    "                    for (int j = 0; j < K; ++j) {",
+    "                        const R x = ((const R*)a.ptr[oS])[row[j] * a.st[oS][0] + h * a.st[oS][1]];",
+    "                        if (LAZY) ((R*)a.ptr[oP])[mid[j] * a.st[oP][0] + h * a.st[oP][1]] = x;",
+    "                        acc = Op::op(acc, Cb::elem(Cb::cv(x), wt[j]));",
+    "                    }",
+    "                    Io::st(a, t * H + h, acc);",
     "                }",
-    "                Io::st(a, t * H + h, acc);",
     "            }",
     "        }",
     "    }",
@@ -268,15 +298,36 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
                   "static __device__ __forceinline__ double wt(const sf_args& a, i64 t, i64 j) "
                   "{ return sf_ld_%s(a.ptr[%d], t * a.st[%d][0] + j * a.st[%d][1]); }\n",
                   sf_cg_sfx(wv->dtype), oW, oW, oW);
-    /* the product as the mul node rounds it, converted as the reduction's ld converts
-     * its input, then the reduction's element */
-    sf_buf_printf(src, "static __device__ __forceinline__ %s::T elem(double g, double w) {\n", io);
+    /* val: the product as the mul node rounds it, converted as the reduction's ld
+     * converts its input; elem: the reduction's element of it */
+    sf_buf_printf(src, "static __device__ __forceinline__ %s val(double g, double w) {\n", sf_cg_ctype(cdt));
     if (mdt == SCANFUSE_FLOAT64) sf_buf_puts(src, "const double p = g * w;\n");
     else sf_buf_printf(src, "const double p = sf_r_%s(g * w);\n", sf_cg_sfx(mdt));
-    sf_buf_printf(src, "const %s x = ", sf_cg_ctype(cdt));
+    sf_buf_puts(src, "return ");
     sf_cg_conv(src, mdt, cdt, "p");
-    sf_buf_printf(src, ";\nreturn %s;\n}\n};\n", elem);
-    int64_t threads = c->T * (c->H / ((int64_t)c->E * c->U));
+    sf_buf_puts(src, ";\n}\n");
+    sf_buf_printf(src,
+                  "static __device__ __forceinline__ %s::T elem(double g, double w) {\n"
+                  "const %s x = val(g, w);\nreturn %s;\n}\n",
+                  io, sf_cg_ctype(cdt), elem);
+    /* EXACT: the double-double sum of K products of at most 24 significant bits (a
+     * float32, bfloat16 or float16 product, converted to a float sum type) is their plain
+     * double sum when their exponents lie within 26 of each other: every partial sum
+     * is then a multiple of the smallest one's last bit below 2^53 of it, so exact, and
+     * the double-double sum is (that, 0) bit for bit.  The kernel checks the exponents
+     * per element and takes the double-double loop otherwise (the same bits either way,
+     * about a tenth of the float64 additions). */
+    bool exact = strcmp(elem, "sf_dd_make(x)") == 0 && sf_dtype_is_float(cdt) &&
+                 (mdt == SCANFUSE_FLOAT32 || mdt == SCANFUSE_BFLOAT16 || mdt == SCANFUSE_FLOAT16) &&
+                 (cdt == SCANFUSE_FLOAT64 || scanfuse_dtype_size(cdt) >= scanfuse_dtype_size(mdt));
+    sf_buf_printf(src, "static const bool EXACT = %s;\n", exact ? "true" : "false");
+    if (exact)
+        sf_buf_printf(src, "static __device__ __forceinline__ %s::T exact(double s) { return sf_dd_make(s); }\n};\n", io);
+    else
+        sf_buf_printf(src, "static __device__ __forceinline__ %s::T exact(double s) { (void)s; return %s::Op::id(); }\n};\n",
+                      io, io);
+    int64_t vr = c->H / c->E, seg = (vr + 32 * c->U - 1) / (32 * c->U);
+    int64_t threads = c->T * seg * 32;
     k->grid = sf_cg_grid((threads + 255) / 256);
     sf_buf_printf(src,
                   "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
