@@ -39,14 +39,37 @@ static const char *const combine_prelude[] = {
     "// A warp takes 32 x U vectors of one output row, lane l vectors l, l + 32, ... of its",
     "// segment (each load instruction reads 512 contiguous bytes; a lane's U vectors 64",
     "// bytes apart were an L1/L2 request each: 140 µs at Llama sizes).",
-    "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY>",
-    "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP) {",
+    "// The E results of a vector through Io::st into registers (its one output operand oY",
+    "// pointed at a local array: every offset is a constant after unrolling), then one",
+    "// store of E * OB bytes: E two-byte stores 16 bytes apart were a partial-sector L2",
+    "// write each.",
+    "template <class Io, int E, int OB>",
+    "__device__ __forceinline__ void sf_row_combine_st(const sf_args& a, int oY, i64 o, const typename Io::T* acc) {",
+    "    uint4 buf[(E * OB + 15) / 16];",
+    "    sf_args b = a;",
+    "    b.ptr[oY] = (u64)buf;",
+    "    b.st[oY][0] = 0;",
+    "    b.st[oY][1] = 1;",
+    "#pragma unroll",
+    "    for (int e = 0; e < E; ++e) Io::st(b, e, acc[e]);",
+    "    if (E * OB >= 16) {",
+    "#pragma unroll",
+    "        for (int q = 0; q < E * OB / 16; ++q) ((uint4*)a.ptr[oY])[o * OB / 16 + q] = buf[q];",
+    "    } else {",
+    "        ((uint2*)a.ptr[oY])[o * OB / 8] = *(const uint2*)buf;",
+    "    }",
+    "}",
+    "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY, int OB>",
+    "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP,",
+    "                                               int oY) {",
     "    typedef typename Op::T Acc;",
     "    typedef typename Cb::R R;",
     "    const i64 Vr = H / E, Sg = (Vr + 32 * U - 1) / (32 * U);",
     "    const int lane = threadIdx.x & 31;",
     "    const bool fast = ((a.flags >> oS) & 1) && a.ptr[oS] % 16 == 0 &&",
     "                      (!LAZY || (((a.flags >> oP) & 1) && a.ptr[oP] % 16 == 0));",
+    "    // OB: the output's element size when the vector store applies (else 0)",
+    "    const bool vst = OB > 0 && ((a.flags >> oY) & 1) && a.ptr[oY] % 16 == 0;",
     "    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;",
     "    for (i64 wv = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; wv < T * Sg; wv += nwarps) {",
     "        const i64 t = wv / Sg, vb = (wv - t * Sg) * 32 * U + lane;",
@@ -75,6 +98,7 @@ static const char *const combine_prelude[] = {
     "#pragma unroll",
     "            for (int u = 0; u < U; ++u) {",
     "                if (vb + u * 32 >= Vr) continue;",
+    "                Acc res[E];",
     "#pragma unroll",
     "                for (int e = 0; e < E; ++e) {",
     "                    Acc acc = Op::id();",
@@ -98,8 +122,12 @@ static const char *const combine_prelude[] = {
     "                    if (!done)",
     "#pragma unroll",
     "                        for (int j = 0; j < K; ++j) acc = Op::op(acc, Cb::elem(Cb::cv(((const R*)&v[j][u])[e]), wt[j]));",
-    "                    Io::st(a, t * H + (vb + u * 32) * E + e, acc);",
+    "                    res[e] = acc;",
     "                }",
+    "                if (vst) sf_row_combine_st<Io, E, OB>(a, oY, t * H + (vb + u * 32) * E, res);",
+    "                else",
+    "#pragma unroll",
+    "                    for (int e = 0; e < E; ++e) Io::st(a, t * H + (vb + u * 32) * E + e, res[e]);",
     "            }",
     "        } else {",
     "            for (int u = 0; u < U; ++u) {",
@@ -326,13 +354,26 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     else
         sf_buf_printf(src, "static __device__ __forceinline__ %s::T exact(double s) { (void)s; return %s::Op::id(); }\n};\n",
                       io, io);
+    /* the vector store of the results: one output operand written by Io::st (the
+     * reduction's space-1 operands), E of its elements 8, 16 or 32 bytes */
+    int oY = -1, nout = 0, ob = 0;
+    for (int q = 0; q < k->nops; q++)
+        if (k->ops[q].out && k->ops[q].space == 1 && k->ops[q].mode == SF_CUOP_ITER) {
+            oY = q;
+            nout++;
+        }
+    if (nout == 1) {
+        ob = (int)scanfuse_dtype_size(f->values[k->ops[oY].value].dtype);
+        if (c->E * ob != 8 && c->E * ob != 16 && c->E * ob != 32) ob = 0;
+    }
+    if (oY < 0) oY = 0;
     int64_t vr = c->H / c->E, seg = (vr + 32 * c->U - 1) / (32 * c->U);
     int64_t threads = c->T * seg * 32;
     k->grid = sf_cg_grid((threads + 255) / 256);
     sf_buf_printf(src,
                   "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                  "sf_row_combine<%s::Op, %s, Cb_k%d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll, %d, %d);\n}\n\n",
-                  ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", (long long)c->T,
-                  (long long)c->H, (long long)c->nsrc, (long long)c->nmid, oS, oP);
+                  "sf_row_combine<%s::Op, %s, Cb_k%d, %d, %d, %d, %s, %d>(a, %lldll, %lldll, %lldll, %lldll, %d, %d, %d);\n}\n\n",
+                  ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", ob, (long long)c->T,
+                  (long long)c->H, (long long)c->nsrc, (long long)c->nmid, oS, oP, oY);
     return SCANFUSE_OK;
 }
