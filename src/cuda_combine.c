@@ -103,7 +103,7 @@ static const char *const combine_prelude[] = {
     "                for (int e = 0; e < E; ++e) {",
     "                    Acc acc = Op::id();",
     "                    bool done = false;",
-    "                    if (Cb::EXACT && K > 1) { // see Cb::EXACT",
+    "                    if (Cb::EXACT) { // see Cb::EXACT (one slot: always)",
     "                        double sum = 0.0;",
     "                        int emax = 0, emin = 0x7ff;",
     "#pragma unroll",
@@ -370,10 +370,15 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     int64_t vr = c->H / c->E, seg = (vr + 32 * c->U - 1) / (32 * c->U);
     int64_t threads = c->T * seg * 32;
     k->grid = sf_cg_grid((threads + 255) / 256);
+    /* tuning comb_minb=B: at least B blocks of 256 an SM (k = 8 takes ~124 registers,
+     * 2 blocks; 3 spills 128 bytes) */
+    int minb = sf_cg_tune("comb_minb", 0);
+    char lb[32] = "256";
+    if (minb > 0 && minb <= 8) snprintf(lb, sizeof lb, "256, %d", minb);
     sf_buf_printf(src,
-                  "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                  "extern \"C\" __global__ void __launch_bounds__(%s) k%d(const sf_args a) {\n"
                   "sf_row_combine<%s::Op, %s, Cb_k%d, %d, %d, %d, %s, %d>(a, %lldll, %lldll, %lldll, %lldll, %d, %d, %d);\n}\n\n",
-                  ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", ob, (long long)c->T,
+                  lb, ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", ob, (long long)c->T,
                   (long long)c->H, (long long)c->nsrc, (long long)c->nmid, oS, oP, oY);
     return SCANFUSE_OK;
 }
