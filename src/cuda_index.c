@@ -435,12 +435,12 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
                 sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
                 k->nops = nops;
                 memcpy(k->ops, ops, sizeof ops);
-                k->block = 256;
+                k->block = q == 1 ? 1024 : 256; /* the starts: 8192 counts a round */
                 int64_t blocks = q == 1 ? rows : rows * nch;
                 k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
                 k->scratch_bytes = q == 0 ? rows * R * nch * 4 : -1;
-                sf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n",
-                              (int)(k - g->pl->k));
+                sf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%u) k%d(const sf_args a) {\n",
+                              k->block, (int)(k - g->pl->k));
                 if (q == 1) sf_buf_printf(b, pass[1], R, (long long)rows, (long long)len, (long long)CH);
                 else
                     sf_buf_printf(b, pass[q], so, df, R, (long long)rows, (long long)len, (long long)krange,
