@@ -370,9 +370,10 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     int64_t vr = c->H / c->E, seg = (vr + 32 * c->U - 1) / (32 * c->U);
     int64_t threads = c->T * seg * 32;
     k->grid = sf_cg_grid((threads + 255) / 256);
-    /* tuning comb_minb=B: at least B blocks of 256 an SM (k = 8 takes ~124 registers,
-     * 2 blocks; 3 spills 128 bytes) */
-    int minb = sf_cg_tune("comb_minb", 0);
+    /* at least 3 blocks of 256 an SM for k >= 4 (k = 8 takes ~124 registers, 2 blocks;
+     * 3 spill 128 bytes and DeepSeek's example ran 381.7 -> 364.4 µs, NOTES); tuning
+     * comb_minb=B */
+    int minb = sf_cg_tune("comb_minb", c->K >= 4 ? 3 : 0);
     char lb[32] = "256";
     if (minb > 0 && minb <= 8) snprintf(lb, sizeof lb, "256, %d", minb);
     sf_buf_printf(src,
