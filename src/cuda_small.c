@@ -203,17 +203,24 @@ bool sf_cg_is_perm_sort(const scanfuse_fusion *f, int ni) {
            f->values[f->nodes[p].in[0]].ndim == x->ndim;
 }
 
+/* A sort kernel of node ni with the sort's operands, 256 threads a block, running one of
+ * this file's templates (their text put in the source once). */
+static sf_cuda_kernel *template_sort_kernel(sf_cg *g, int ni, const sf_cuda_operand *ops, int nops) {
+    ensure_small_prelude(g->src, g->src);
+    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
+    k->nops = nops;
+    memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
+    k->block = 256;
+    return k;
+}
+
 bool sf_cg_perm_sort(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops) {
     const scanfuse_fusion *f = g->f;
     if (!sf_cg_is_perm_sort(f, ni)) return false;
     const sf_node *n = &f->nodes[ni];
     const sf_value *x = &f->values[n->in[0]];
     int64_t len = x->shape[n->a.dim], rows = len > 0 ? sf_value_numel(x) / len : 0;
-    ensure_small_prelude(g->src, g->src);
-    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
-    k->nops = nops;
-    memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
-    k->block = 256;
+    sf_cuda_kernel *k = template_sort_kernel(g, ni, ops, nops);
     int64_t blocks = (rows * len + 255) / 256, cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
     k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
     sf_buf_printf(g->src,
@@ -248,11 +255,7 @@ bool sf_cg_warp_topk(sf_cg *g, int ni, const char *so, const sf_cuda_operand *op
     const sf_node *n = &f->nodes[ni];
     const sf_value *x = &f->values[n->in[0]];
     int64_t len = x->shape[n->a.dim], rows = len > 0 ? sf_value_numel(x) / len : 0;
-    ensure_small_prelude(g->src, g->src);
-    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
-    k->nops = nops;
-    memcpy(k->ops, ops, (size_t)nops * sizeof *ops);
-    k->block = 256;
+    sf_cuda_kernel *k = template_sort_kernel(g, ni, ops, nops);
     int sms = g->sms > 0 ? g->sms : 132;
     /* fewer rows a warp while that leaves multiprocessors idle (Llama's 2048 rows at 4 a
      * warp were 64 blocks on 132 multiprocessors) */
