@@ -425,8 +425,11 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
         int R = 32;
         while (R < krange) R *= 2;
         /* a few long rows (DeepSeek's 32768 (token, slot) pairs: one block took 166 µs):
-         * chunks of CH over many blocks, in three passes (histograms, starts, placing) */
-        const int64_t CH = 1024, nch = ceil_div(len, CH);
+         * chunks of CH over many blocks, in three passes (histograms, starts, placing);
+         * at most 65536 chunks in all, so the counts (R ints a chunk) stay bounded */
+        int64_t CH = 1024;
+        while (rows * ceil_div(len, CH) > 65536) CH *= 2;
+        const int64_t nch = ceil_div(len, CH);
         if (rows < sms && nch >= 4 && sf_cg_tune("count_split", 1)) {
             static const char *const pass[3] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
                                                 "sf_count_split_scan<%d>(a, %lldll, %lldll, %lldll);\n",
