@@ -705,10 +705,13 @@ static void build_programs(void) {
             q->expect = SCANFUSE_ERROR_VALUE;
         }
     }
-    /* reductions over a short dim with outputs enough for V outputs a thread
-     * (sf_red_thread_v: nout >= 1024 per SM of a 132-SM GPU, the kept inner extent a
-     * multiple of V): the MoE combines at k = 1 (bfloat16, V = 8) and k = 2 (float32,
-     * V = 4), a float16 sum over a middle dim, an int32 sum and a float32 max over dim 0 */
+    /* the MoE combine as the row kernel (cuda_combine.c): k = 1 over bfloat16 rows of 136
+     * (17 vectors: one a lane, most lanes idle) with lazy rows, k = 2 over float32 rows
+     * with the composed gather (permuted not stored), then lazy rows with two and four
+     * vectors a lane; and reductions over a short dim with outputs enough for V outputs
+     * a thread (sf_red_thread_v: nout >= 1024 per SM of a 132-SM GPU, the kept inner
+     * extent a multiple of V): a float16 sum over a middle dim, int32 sum and max, float32
+     * max and mean over dim 0 */
     {
         prog *q = prog_raw("input logits: float32[2048, 8]\ninput hidden: bfloat16[2048, 136]\n"
                            "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
@@ -730,9 +733,8 @@ static void build_programs(void) {
                  "out = sum(mul(expert_out, reshape(score, [600, 2, 1])), dim=1)\n"
                  "output score, out\n",
                  T_ULP1);
-        /* the row combine (cuda_combine.c) with lazy rows: k = 2 with two vectors a
-         * thread, k = 1 with four (the Llama shape); the sliced-input and transposed-output
-         * layouts take its element path */
+        /* lazy rows: k = 2 with two vectors a lane, k = 1 with four (the Llama shape);
+         * the sliced-input and transposed-output layouts take the element path */
         q = prog_raw("input logits: float32[512, 6]\ninput hidden: bfloat16[512, 256]\n"
                      "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
                      "pairs = reshape(expert, [1024])\nperm = argsort(pairs, stable=true)\n"
