@@ -51,7 +51,7 @@ if [ -n "${WRITE_CASES:-}" ]; then
 fi
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
 case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
-case " $* " in *" tune "*) tunes=${TUNES:-"row_pipe=1 row_pipe=1,row_minb=3 lb_done=1"} ;; *) tunes="" ;; esac
+case " $* " in *" tune "*) tunes=${TUNES:-"lb_done=1 row_pipe=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 float32 67108864 0
     timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
