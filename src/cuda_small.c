@@ -286,12 +286,10 @@ static void prof_mark(sf_buf *body, int prof, sf_op op, int *nmark) {
  * where the other phases together read a few KB.  Threshold in elements (tuning
  * "small_topk_grid"; 0: never). */
 static bool grid_topk(const scanfuse_fusion *f, int ni) {
-    const sf_node *n = &f->nodes[ni];
-    if (n->op != SF_OP_topk) return false;
-    const sf_value *x = &f->values[n->in[0]];
-    int64_t len = x->ndim > 0 ? x->shape[x->ndim > 0 ? n->a.dim : 0] : 1;
-    int64_t numel = sf_value_numel(x), lim = sf_cg_tune("small_topk_grid", 16384);
-    return lim > 0 && numel >= lim && len <= 16 * 32 && n->a.count <= 16 && sf_cg_tune("warp_topk", 1) != 0;
+    int items, grp;
+    if (!warp_topk_shape(f, ni, &items, &grp) || sf_cg_tune("warp_topk", 1) == 0) return false;
+    int64_t lim = sf_cg_tune("small_topk_grid", 16384);
+    return lim > 0 && sf_value_numel(&f->values[f->nodes[ni].in[0]]) >= lim;
 }
 
 /* How one node runs in the small kernel. */
