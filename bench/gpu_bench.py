@@ -6,7 +6,9 @@ scanfuse is called through ctypes on libscanfuse.so (bench/gpu_run.sh builds it 
 static library), on PyTorch's tensors (DLPack layout, device memory, PyTorch's stream).
 Every figure is the median of --repeat timed calls after warm-up, each call timed with
 CUDA events (host launch overhead included, as PyTorch eager is measured); scanfuse is
-also timed by replaying a CUDA graph of 20 calls (device time per call, no launch gaps).
+also timed by replaying a CUDA graph of 20 calls (device time per call, no launch gaps),
+and the launch-bound shapes (<= 16 MiB) also as 200 calls back to back under one pair of
+events (per call, with the host's launch path where that is the slower side), PyTorch too.
 Bandwidth counts the bytes of the inputs read once and the outputs written once; ratio
 is bandwidth / copy bandwidth.  Before timing, every scanfuse output is checked against a
 float64 (or int64) PyTorch reference; the accuracy section reports the largest relative
@@ -176,6 +178,26 @@ def time_graph(fn, stream, calls=20, replays=10):
     return statistics.median(a.elapsed_time(b) for a, b in ts) * 1e-3 / calls
 
 
+def time_stream(fn, stream, calls=200, replays=5):
+    """Seconds per call of `calls` calls issued back to back (one pair of CUDA events
+    around them; median of replays): what a caller that does not wait between calls
+    pays, the host's launch path included when it is slower than the kernels."""
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+        stream.synchronize()
+        ts = []
+        for _ in range(replays):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(stream)
+            for _ in range(calls):
+                fn()
+            b.record(stream)
+            ts.append((a, b))
+        stream.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ts) * 1e-3 / calls
+
+
 def copy_gbps(stream, nbytes=1 << 30, repeat=20):
     x = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
     y = torch.empty_like(x)
@@ -279,6 +301,10 @@ def run_case(sf, stream, label, dtype, shape, dim, odt, args, copy, gen, out_row
     t_sfg = time_graph(prog, stream) if args.graph else None
     tx = lambda: torch.cumsum(x, dim, dtype=odt)
     t_eager = time_calls(tx, stream, args.repeat)
+    # the small shapes are launch-bound: also per call when calls go back to back
+    small = x.numel() * x.element_size() <= (1 << 24)
+    t_sfs = time_stream(prog, stream) if small else None
+    t_es = time_stream(tx, stream) if small else None
     t_comp = None
     if args.compile and label in COMPILE_LABELS:
         try:
@@ -294,6 +320,8 @@ def run_case(sf, stream, label, dtype, shape, dim, odt, args, copy, gen, out_row
            "scanfuse_graph_ratio": nbytes / t_sfg / 1e9 / copy if t_sfg else None,
            "torch_eager_us": t_eager * 1e6, "torch_eager_ratio": nbytes / t_eager / 1e9 / copy,
            "torch_compile_us": t_comp * 1e6 if t_comp else None,
+           "scanfuse_stream_us": t_sfs * 1e6 if t_sfs else None,
+           "torch_eager_stream_us": t_es * 1e6 if t_es else None,
            "max_err_ulps": err_ulps, "copy_gbps": copy}
     out_rows.append(row)
     return row
@@ -524,7 +552,9 @@ def main():
             print(f"{r['case'][:34]:34s} sf {r['scanfuse_us']:8.1f} ({r['scanfuse_ratio']:.2f})"
                   + (f" g {g:8.1f} ({r['scanfuse_graph_ratio']:.2f})" if g else "")
                   + f" | eager {r['torch_eager_us']:8.1f} ({r['torch_eager_ratio']:.2f})"
-                  + (f" | comp {r['torch_compile_us']:7.1f}" if r.get('torch_compile_us') else ""))
+                  + (f" | comp {r['torch_compile_us']:7.1f}" if r.get('torch_compile_us') else "")
+                  + (f" | back to back sf {r['scanfuse_stream_us']:.1f} eager {r['torch_eager_stream_us']:.1f} us"
+                     if r.get('scanfuse_stream_us') else ""))
         elif "scanfuse_us" in r:
             print(f"{r['case'][:34]:34s} sf {r['scanfuse_us']:8.1f}"
                   + (f" g {r['scanfuse_graph_us']:8.1f}" if r.get('scanfuse_graph_us') else "")

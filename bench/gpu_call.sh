@@ -8,6 +8,7 @@
 # "cudatest": test_cuda alone (SF_CUDA_TEST_FILTER / _EXTRAS apply); "examples": every
 # example on cuda, checked; "pybench": gpu_bench.py for PYBENCH_ONLY's filters; "probe": bench/gpu_probe_rows.py; "python":
 # pytest + samples; PROBE_TUNES also runs the probe under those variants; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
+# "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
 # (PyTorch side by side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,19 @@ for s in $stages; do
                           echo "example $ex on cuda: ok"
                       else echo "example $ex on cuda: FAILED"; tail -5 "$OUT/example.log"; fi
                   done ;;
+        moeab) # the MoE examples by `scanfuse bench` (median of 20) under the default and
+               # each SCANFUSE_CUDA_TUNE variant of MOE_TUNES, in one process each, one run
+               [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
+               for ex in moe_routing moe_routing_deepseek; do
+                   for tv in default ${MOE_TUNES:-}; do
+                       [ "$tv" = default ] && t="" || t=$tv
+                       line=$(SCANFUSE_CUDA_TUNE=$t timeout 120 build-gpu/scanfuse bench examples/$ex.sf --device cuda \
+                           --repeat 20 --json 2>&1 | tail -1)
+                       echo "{\"case\": \"$ex@$tv\", ${line#\{}" >> "$OUT/moe_ab.jsonl"
+                       python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-44s %9.1f us' % (sys.argv[2], d['seconds']*1e6))" \
+                           "$line" "$ex@$tv" || echo "$ex@$tv: $line"
+                   done
+               done ;;
         cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}

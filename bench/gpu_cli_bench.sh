@@ -10,7 +10,8 @@
 # times (tuning small_prof).  "moeprof": only the MoE part of that.  "tune": also times the 1-D scans under
 # the SCANFUSE_CUDA_TUNE variants in TUNES and the column scans under those in COLTUNES
 # (rows "case@variant" in the JSON).
-#   bench/gpu_cli_bench.sh [profile] [tune]   (after bench/gpu_run.sh has built build-gpu)
+#   bench/gpu_cli_bench.sh [profile] [tune]   (after bench/gpu_run.sh has built build-gpu;
+#   CLI_CASES=REGEX times only the cases it matches)
 # JSON lines: $OUT/gpu_cli_bench.jsonl (the CLI's --json object plus "case").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +95,8 @@ printf '%-22s %10s %8s %8s %7s\n' case "time us" "GB/s" "copy" ratio
 for f in "$D"/*.sf; do
     c=$(basename "$f" .sf)
     case "$c" in prof_*) continue ;; esac
+    # CLI_CASES=REGEX: only the cases it matches (e.g. "moe|2048x128")
+    if [ -n "${CLI_CASES:-}" ] && ! echo "$c" | grep -Eq "$CLI_CASES"; then continue; fi
     line=$(timeout 120 "$S" bench "$f" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
         echo "$c: FAILED $(tail -2 "$OUT/err.txt")"; continue; }
     echo "$line" | sed "s/^{/{\"case\": \"$c\", /" >> "$OUT/gpu_cli_bench.jsonl"

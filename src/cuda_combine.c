@@ -63,6 +63,69 @@ static const char *const combine_prelude[] = {
     "        ((uint2*)a.ptr[oY])[o * OB / 8] = *(const uint2*)buf;",
     "    }",
     "}",
+    "// float32 -> bfloat16 / float16, round to nearest even, NaNs as sf_d_bf16/sf_d_f16 give",
+    "// them (the sign and the quiet bit): the float32 epilogue's stores (Cb::F32).",
+    "__device__ __forceinline__ u16 sf_f32_bf16(float f) {",
+    "    u16 h;",
+    "    asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));",
+    "    const u16 nan = (u16)(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7fc0u);",
+    "    return f != f ? nan : h;",
+    "}",
+    "__device__ __forceinline__ u16 sf_f32_f16(float f) {",
+    "    u16 h;",
+    "    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));",
+    "    const u16 nan = (u16)(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7e00u);",
+    "    return f != f ? nan : h;",
+    "}",
+    "// The float32 epilogue (Cb::F32: the product and the sum float32, the output the sum",
+    "// or a cast of it, E of its OB-byte elements a 16-byte input vector).  The generic",
+    "// arithmetic in double cost ~90 instructions an element, ten of them float64",
+    "// conversions at 16 a clock an SM: the Llama combine was issue-bound (NOTES, session",
+    "// 6).  Same bits: a product of two values of <= 24 significant bits is exact in",
+    "// double, so rounding it to float32 is the float32 multiply; one slot's sum is that",
+    "// product; K slots sum in double as Cb::EXACT allows, else in double-double, and the",
+    "// sum's float32 value is that rounded once; the cast rounds the float32 value.",
+    "template <class Op, class Cb, int E, int K, int OB>",
+    "__device__ __forceinline__ void sf_row_combine_f32(const sf_args& a, int oY, i64 o, const uint4* v,",
+    "                                                   const float* w32, const double* wt) {",
+    "    typedef typename Cb::R R;",
+    "    typedef typename Cb::O O;",
+    "    uint4 buf[(E * OB + 15) / 16];",
+    "    O* ov = (O*)buf;",
+    "#pragma unroll",
+    "    for (int e = 0; e < E; ++e) {",
+    "        float f;",
+    "        if (K == 1) {",
+    "            f = __fmul_rn(Cb::cv32(((const R*)&v[0])[e]), w32[0]);",
+    "        } else {",
+    "            double sum = 0.0;",
+    "            int emax = 0, emin = 0x7ff;",
+    "#pragma unroll",
+    "            for (int j = 0; j < K; ++j) {",
+    "                const double p = (double)__fmul_rn(Cb::cv32(((const R*)&v[j])[e]), w32[j]);",
+    "                sum += p;",
+    "                const int ex = (int)((sf_d2b(p) >> 52) & 0x7ff);",
+    "                emax = p != 0.0 && ex > emax ? ex : emax;",
+    "                emin = p != 0.0 && ex < emin ? ex : emin;",
+    "            }",
+    "            if (emax - emin <= 26) {",
+    "                f = (float)sum;",
+    "            } else {",
+    "                typename Op::T acc = Op::id();",
+    "#pragma unroll",
+    "                for (int j = 0; j < K; ++j) acc = Op::op(acc, Cb::elem(Cb::cv(((const R*)&v[j])[e]), wt[j]));",
+    "                f = (float)sf_dd_fin(acc, 0);",
+    "            }",
+    "        }",
+    "        ov[e] = Cb::out32(f);",
+    "    }",
+    "    if (E * OB >= 16) {",
+    "#pragma unroll",
+    "        for (int q = 0; q < E * OB / 16; ++q) ((uint4*)a.ptr[oY])[o * OB / 16 + q] = buf[q];",
+    "    } else {",
+    "        ((uint2*)a.ptr[oY])[o * OB / 8] = *(const uint2*)buf;",
+    "    }",
+    "}",
     "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY, int OB>",
     "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP,",
     "                                               int oY) {",
@@ -99,6 +162,20 @@ static const char *const combine_prelude[] = {
     "#pragma unroll",
     "                    for (int u = 0; u < U; ++u)",
     "                        if (vb + u * 32 < Vr) ((uint4*)a.ptr[oP])[mid[j] * Vr + vb + u * 32] = v[j][u];",
+    "            if (Cb::F32 && vst) {",
+    "                float w32[K];",
+    "#pragma unroll",
+    "                for (int j = 0; j < K; ++j) w32[j] = (float)wt[j];",
+    "#pragma unroll",
+    "                for (int u = 0; u < U; ++u) {",
+    "                    if (vb + u * 32 >= Vr) continue;",
+    "                    uint4 vu[K];",
+    "#pragma unroll",
+    "                    for (int j = 0; j < K; ++j) vu[j] = v[j][u];",
+    "                    sf_row_combine_f32<Op, Cb, E, K, OB>(a, oY, t * H + (vb + u * 32) * E, vu, w32, wt);",
+    "                }",
+    "                continue;",
+    "            }",
     "#pragma unroll",
     "            for (int u = 0; u < U; ++u) {",
     "                if (vb + u * 32 >= Vr) continue;",
@@ -370,6 +447,36 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
         ob = (int)scanfuse_dtype_size(f->values[k->ops[oY].value].dtype);
         if (c->E * ob != 8 && c->E * ob != 16 && c->E * ob != 32) ob = 0;
     }
+    /* the float32 epilogue (sf_row_combine_f32) when the stored value is the float32 sum
+     * itself or a cast of it to float32, bfloat16 or float16, from float32 products of
+     * operands exact in float32 */
+    scanfuse_dtype odt = ob > 0 ? f->values[k->ops[oY].value].dtype : SCANFUSE_FLOAT64;
+    int32_t yv = f->nodes[c->sum].out[0], zv = ob > 0 ? k->ops[oY].value : -1;
+    const sf_node *zn = zv >= 0 ? producer(f, zv) : NULL;
+    bool f32 = ob > 0 && sf_cg_tune("comb_f32", 1) != 0 && mdt == SCANFUSE_FLOAT32 &&
+               cdt == SCANFUSE_FLOAT32 && f->values[yv].dtype == SCANFUSE_FLOAT32 &&
+               strcmp(elem, "sf_dd_make(x)") == 0 && sdt != SCANFUSE_FLOAT64 && wv->dtype != SCANFUSE_FLOAT64 &&
+               (zv == yv || (zn && zn->op == SF_OP_cast && zn->in[0] == yv)) &&
+               (odt == SCANFUSE_FLOAT32 || odt == SCANFUSE_BFLOAT16 || odt == SCANFUSE_FLOAT16);
+    sf_buf_printf(src, "struct Cb32_k%d {\nstatic const bool F32 = %s;\ntypedef %s O;\n", ki,
+                  f32 ? "true" : "false", f32 ? sf_cg_rawtype(odt) : "u16");
+    const char *raw = sf_cg_rawtype(sdt);
+    if (sdt == SCANFUSE_BFLOAT16)
+        sf_buf_printf(src, "static __device__ __forceinline__ float cv32(%s x) { return __uint_as_float((u32)x << 16); }\n",
+                      raw);
+    else if (sdt == SCANFUSE_FLOAT16)
+        sf_buf_printf(src,
+                      "static __device__ __forceinline__ float cv32(%s x) "
+                      "{ float r; asm(\"cvt.f32.f16 %%0, %%1;\" : \"=f\"(r) : \"h\"(x)); return r; }\n",
+                      raw);
+    else
+        sf_buf_printf(src, "static __device__ __forceinline__ float cv32(%s x) { return (float)x; }\n", raw);
+    const char *out32 = !f32 ? "(void)f; return 0;"
+                        : odt == SCANFUSE_BFLOAT16 ? "return sf_f32_bf16(f);"
+                        : odt == SCANFUSE_FLOAT16  ? "return sf_f32_f16(f);"
+                                                   : "return f;";
+    sf_buf_printf(src, "static __device__ __forceinline__ O out32(float f) { %s }\n};\n", out32);
+    sf_buf_printf(src, "struct Cbx_k%d : Cb_k%d, Cb32_k%d {};\n", ki, ki, ki);
     if (oY < 0) oY = 0;
     int64_t vr = c->H / c->E, seg = (vr + 32 * c->U - 1) / (32 * c->U);
     int64_t threads = c->T * seg * 32;
@@ -382,7 +489,7 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     if (minb > 0 && minb <= 8) snprintf(lb, sizeof lb, "256, %d", minb);
     sf_buf_printf(src,
                   "extern \"C\" __global__ void __launch_bounds__(%s) k%d(const sf_args a) {\n"
-                  "sf_row_combine<%s::Op, %s, Cb_k%d, %d, %d, %d, %s, %d>(a, %lldll, %lldll, %lldll, %lldll, %d, %d, %d);\n}\n\n",
+                  "sf_row_combine<%s::Op, %s, Cbx_k%d, %d, %d, %d, %s, %d>(a, %lldll, %lldll, %lldll, %lldll, %d, %d, %d);\n}\n\n",
                   lb, ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", ob, (long long)c->T,
                   (long long)c->H, (long long)c->nsrc, (long long)c->nmid, oS, oP, oY);
     return SCANFUSE_OK;

@@ -674,11 +674,14 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
             op = "OpSumDD";
             tsize = 16;
             elem = "sf_dd_make(x)";
+            /* the value is the result rounded to its dtype (once: sf_dd_fin's round-to-odd
+             * keeps the next rounding single), as an epilogue that reads it (a cast to
+             * bfloat16: RN_bf16(RN_f32(exact))) must see it; a plain store rounds the same */
             if (n->op == SF_OP_mean)
-                sf_buf_printf(&val, "sf_dd_fin(sf_dd_divn(s, %.17g), %d)", (double)nred,
-                              dt == SCANFUSE_FLOAT64);
+                sf_buf_printf(&val, "sf_r_%s(sf_dd_fin(sf_dd_divn(s, %.17g), %d))", sf_cg_sfx(dt),
+                              (double)nred, dt == SCANFUSE_FLOAT64);
             else
-                sf_buf_printf(&val, "sf_dd_fin(s, %d)", dt == SCANFUSE_FLOAT64);
+                sf_buf_printf(&val, "sf_r_%s(sf_dd_fin(s, %d))", sf_cg_sfx(dt), dt == SCANFUSE_FLOAT64);
         } else {
             op = "OpSumI";
         }

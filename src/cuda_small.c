@@ -304,6 +304,57 @@ typedef struct small_node {
     int64_t range;  /* PH_COUNT */
 } small_node;
 
+/* One phase of the block: a sub-kernel's call, and the memory it touches.  Phases that
+ * touch nothing another one writes run back to back without a barrier between them
+ * (levels, below). */
+typedef struct small_phase {
+    sf_buf text;   /* "{ // op (node i)\n" its sf_args, its call "}\n" */
+    int errw;      /* parameter word of its error slot (a fallible phase), or -1 */
+    sf_op op;      /* for the profile marks */
+    int32_t rd[2 * SF_CUDA_MAXOPS], wr[2 * SF_CUDA_MAXOPS + 1];
+    int nrd, nwr;
+    int level;
+} small_phase;
+
+/* The value whose memory v is (views followed down to what they view). */
+static int32_t mem_root(const scanfuse_fusion *f, int32_t v) {
+    for (;;) {
+        int p = f->values[v].producer;
+        if (p < 0 || !sf_node_is_setup(f->nodes[p].op) || f->nodes[p].nin == 0) return v;
+        v = f->nodes[p].in[0];
+    }
+}
+
+/* Adds kernel k's operands to phase h's read and write sets. */
+static void phase_operands(const scanfuse_fusion *f, small_phase *h, const sf_cuda_kernel *k) {
+    for (int op = 0; op < k->nops; op++) {
+        int32_t r = mem_root(f, k->ops[op].value);
+        if (k->ops[op].out) {
+            if (h->nwr < (int)(sizeof h->wr / sizeof h->wr[0])) h->wr[h->nwr++] = r;
+        } else if (h->nrd < (int)(sizeof h->rd / sizeof h->rd[0])) {
+            h->rd[h->nrd++] = r;
+        }
+    }
+}
+
+static bool in_set(const int32_t *set, int n, int32_t v) {
+    for (int i = 0; i < n; i++)
+        if (set[i] == v) return true;
+    return false;
+}
+
+/* Must phase b wait for phase a (a before b in node order)?  Yes when one writes memory
+ * the other reads or writes (a read of memory neither writes needs no order).  The
+ * shared memory of the counting sort counts as memory (SMEM_ROOT). */
+static bool phases_conflict(const small_phase *a, const small_phase *b) {
+    for (int i = 0; i < a->nwr; i++)
+        if (in_set(b->rd, b->nrd, a->wr[i]) || in_set(b->wr, b->nwr, a->wr[i])) return true;
+    for (int i = 0; i < b->nwr; i++)
+        if (in_set(a->rd, a->nrd, b->wr[i])) return true;
+    return false;
+}
+#define SMEM_ROOT (-2)
+
 /* How sort node ni runs in one block, or PH_NONE. */
 static ph_kind sort_kind(const sf_cg *g, int ni, small_node *sn) {
     const scanfuse_fusion *f = g->f;
@@ -477,67 +528,105 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         free(sn);
         return st;
     }
-    /* device copies of the kernels the block calls */
+    /* device copies of the kernels the block calls, and the phases calling them */
     sf_buf dev = {0}, body = {0};
     const char *src = g->src->data;
     ensure_small_prelude(&dev, g->src);
-    int shared = 0, w = 0, nmark = 0;
+    int shared = 0, w = 0, nmark = 0, nph = 0;
     int prof = sf_cg_tune("small_prof", 0);
     sf_cuda_kernel *sub = pl->k;
+    small_phase *ph = sf_calloc((size_t)(pl->nkernels - nk0 + 1), sizeof *ph);
+    if (!ph) {
+        free(sn);
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
     for (int j = 0; j < n; j++) {
         const sf_node *nd = &f->nodes[nodes[j]];
         for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk; q++) {
             const sf_cuda_kernel *k = &sub[q];
             sf_buf args = {0};
-            emit_args(&args, f, k, &w);
-            if (j == 0 && pre) { /* the pre-kernel's phase (its words stay packed) */
-                free(args.data);
+            emit_args(&args, f, k, &w); /* in sub-kernel order: the launcher packs them so */
+            if ((j == 0 && pre) || (k->kind == SF_CUK_SORT && q != sn[j].sort_k)) {
+                free(args.data); /* the pre-kernel's phase, a sort's other kernels */
                 continue;
             }
+            small_phase *h = &ph[nph++];
+            h->errw = -1;
+            h->op = nd->op;
+            sf_buf *t = &h->text;
+            sf_buf_printf(t, "{ // %s (node %d)\n%s", sf_op_table[nd->op].name, nodes[j], args.data);
+            free(args.data);
             if (k->kind == SF_CUK_SORT) {
-                if (q != sn[j].sort_k) {
-                    free(args.data);
-                    continue;
-                }
+                for (int r = sn[j].k0; r < sn[j].k0 + sn[j].nk; r++) phase_operands(f, h, &sub[r]);
                 const sf_value *x = &f->values[nd->in[0]];
                 int dim = x->ndim > 0 ? (int)nd->a.dim : 0;
                 int64_t len = x->ndim > 0 ? x->shape[dim] : 1;
                 int64_t rows = len > 0 ? sf_value_numel(x) / len : 0;
                 bool desc = nd->op == SF_OP_topk ? nd->a.largest : nd->a.descending;
                 const char *df = desc ? "true" : "false";
-                sf_buf_printf(&body, "{ // %s (node %d)\n%s", sf_op_table[nd->op].name, nodes[j], args.data);
                 if (sn[j].kind == PH_TOPK)
-                    sf_buf_printf(&body, "sf_topk_warps<So_k%d, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n", q,
+                    sf_buf_printf(t, "sf_topk_warps<So_k%d, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n", q,
                                   sf_dtype_is_float(x->dtype) ? "true" : "false", df, sn[j].items, sn[j].grp,
                                   (long long)rows, (long long)len, (long long)nd->a.count);
                 else if (sn[j].kind == PH_COUNT) {
                     int need = (SF_SMALL_THREADS / 32 + 1) * sn[j].R;
                     if (need > shared) shared = need;
-                    sf_buf_printf(&body, "sf_count_sort_blk<So_k%d, %s, %d, %d>(a, %lldll, %lldll, %lldll, s_sm);\n", q,
+                    h->wr[h->nwr++] = SMEM_ROOT;
+                    sf_buf_printf(t, "sf_count_sort_blk<So_k%d, %s, %d, %d>(a, %lldll, %lldll, %lldll, s_sm);\n", q,
                                   df, sn[j].R, SF_SMALL_THREADS / 32, (long long)rows, (long long)len,
                                   (long long)sn[j].range);
                 } else {
-                    sf_buf_printf(&body, "sf_perm_inverse<So_k%d, %s>(a, %lldll, %lldll);\n", q, df,
+                    sf_buf_printf(t, "sf_perm_inverse<So_k%d, %s>(a, %lldll, %lldll);\n", q, df,
                                   (long long)rows, (long long)len);
                 }
-                sf_buf_puts(&body, "}\n__syncthreads();\n");
-                prof_mark(&body, prof, nd->op, &nmark);
-                free(args.data);
+                sf_buf_puts(t, "}\n");
                 continue;
             }
+            phase_operands(f, h, k);
             size_t bo = 0, e = 0;
             bool found = find_kernel(src, src0, q, &bo, &e);
             SF_ASSERT(found);
             emit_copy(&dev, src, bo, e, q);
-            sf_buf_printf(&body, "{ // %s (node %d)\n%sk%d_d(a);\n}\n__syncthreads();\n",
-                          sf_op_table[nd->op].name, nodes[j], args.data, q);
-            prof_mark(&body, prof, nd->op, &nmark);
-            if (k->err_slot >= 0) /* stop at the first failing node (its slot holds the error) */
-                sf_buf_printf(&body, "if (*(volatile const u64*)P.w[%d] != 0ull) return;\n",
-                              w - 2);
-            free(args.data);
+            sf_buf_printf(t, "k%d_d(a);\n}\n", q);
+            if (k->err_slot >= 0) h->errw = w - 2; /* its a.err word */
         }
     }
+    /* Levels: a phase runs one level after the last earlier phase it conflicts with (as
+     * early as its data allows), fallible phases in node order among themselves (so the
+     * first error in node order is still the one reported: the block stops after a
+     * level with a raised slot); one barrier a level.  The Llama routing's 12 phases
+     * (0.6-0.9 µs each: a barrier and an L2 round trip, NOTES) take 6 levels.  Tuning
+     * small_level=0: one phase a level, as in node order. */
+    int levels = sf_cg_tune("small_level", 1) != 0;
+    int nlev = 0, fail_level = 0;
+    for (int i = 0; i < nph; i++) {
+        int lv = levels ? 0 : i;
+        for (int p = 0; p < i && levels; p++)
+            if (ph[p].level + 1 > lv && phases_conflict(&ph[p], &ph[i])) lv = ph[p].level + 1;
+        if (ph[i].errw >= 0) {
+            if (lv < fail_level) lv = fail_level;
+            fail_level = lv;
+        }
+        ph[i].level = lv;
+        if (lv + 1 > nlev) nlev = lv + 1;
+    }
+    for (int lv = 0; lv < nlev; lv++) {
+        sf_op last = SF_OP_add;
+        for (int i = 0; i < nph; i++)
+            if (ph[i].level == lv) {
+                sf_buf_puts(&body, ph[i].text.data);
+                last = ph[i].op;
+            }
+        sf_buf_puts(&body, "__syncthreads();\n");
+        prof_mark(&body, prof, last, &nmark);
+        /* stop at the first failing node (its slot holds the error) */
+        for (int i = 0; i < nph; i++)
+            if (ph[i].level == lv && ph[i].errw >= 0)
+                sf_buf_printf(&body, "if (*(volatile const u64*)P.w[%d] != 0ull) return;\n", ph[i].errw);
+    }
+    for (int i = 0; i < nph; i++) free(ph[i].text.data);
+    free(ph);
     int nsub = pl->nkernels - nk0;
     /* the pre-kernel: the topk node's own kernel, the grid template (sf_cg_warp_topk) */
     int pre_k = pre ? sn[0].sort_k : -1;

@@ -654,6 +654,13 @@ static void build_programs(void) {
     prog_raw("input x0: float32[16]\n"
              "a = cumsum(arange(16, dtype=float32), dim=0)\nb, bi = cummax(mul(x0, arange(16)), dim=0)\n"
              "output a, b, bi\n", T_SUM);
+    /* a float sum read by its epilogue: the cast rounds the sum's float32 value, so
+     * 1 + 2^-8 + 2^-30 gives RN_bf16(1 + 2^-8) = 1, not the exact sum rounded to bfloat16
+     * once (1.0078125) */
+    prog_raw("input x0: float32[64, 2]\nar = arange(0, 2, dtype=float32)\n"
+             "w = where(eq(ar, 0), 1.00390625, 0.0000000009313225746154785)\ny = add(mul(x0, 0), w)\n"
+             "o = cast(sum(y, dim=[1]), bfloat16)\nm = cast(mean(y, dim=[1]), float16)\noutput o, m\n",
+             T_EXACT);
     /* the examples */
     const char *ex[] = {"cumsum", "moe_offsets", "moe_slots", "position_ids", "top_p", "moe_routing"};
     for (int i = 0; i < 6; i++) {
@@ -678,6 +685,38 @@ static void build_programs(void) {
         prog *q = prog_raw(gather_progs[0], T_EXACT); /* the MoE combine, k = 1 */
         q->tol[1] = T_ULP1;
         q = prog_raw(gather_progs[1], T_ULP1); /* k = 3 */
+        /* the row combine's float32 epilogue (cuda_combine.c, sf_row_combine_f32): k = 1
+         * into bfloat16 (the Llama form, lazy rows) and k = 2 into float16 exact against
+         * the reference (the float32 sum rounded, then the cast); k = 8 over bfloat16 rows
+         * with NaN, infinities and magnitudes far apart (its double-double fallback) */
+        q = prog_raw("input logits: float32[64, 8]\ninput hidden: bfloat16[64, 1000]\n"
+                     "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [64])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "e = take_along_dim(reshape(permuted, [64, 1, 1000]), reshape(inverse, [64, 1, 1]), dim=0)\n"
+                     "out = cast(sum(mul(e, reshape(score, [64, 1, 1])), dim=1), bfloat16)\n"
+                     "output score, permuted, out\n", T_EXACT);
+        q->tol[0] = T_ULP1;
+        q = prog_raw("input logits: float32[48, 6]\ninput hidden: float16[48, 64]\n"
+                     "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [96])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "e = take_along_dim(reshape(permuted, [96, 1, 64]), reshape(inverse, [48, 2, 1]), dim=0)\n"
+                     "out = cast(sum(mul(e, reshape(score, [48, 2, 1])), dim=1), float16)\n"
+                     "output score, out\n", T_EXACT);
+        q->tol[0] = T_ULP1;
+        q = prog_raw("input logits: float32[32, 16]\ninput hidden: bfloat16[32, 512]\n"
+                     "top, expert = topk(logits, 8, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [256])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 8)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "e = take_along_dim(reshape(permuted, [256, 1, 512]), reshape(inverse, [32, 8, 1]), dim=0)\n"
+                     "out = cast(sum(mul(e, reshape(score, [32, 8, 1])), dim=1), bfloat16)\n"
+                     "output permuted, out\n", T_EXACT);
+        q->tol[1] = T_ULP1;
+        q->gen[1] = G_SPECIAL;
         /* unproven indices, in range: every index input in its valid range */
         for (int i = 2; i < 6; i++) {
             q = prog_raw(gather_progs[i], T_EXACT);
