@@ -423,14 +423,14 @@ static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i
 static void emit_args(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel *k, int *w) {
     sf_buf_puts(b, "sf_args a = {};\n");
     for (int op = 0; op < k->nops; op++) {
-        sf_buf_printf(b, "a.ptr[%d] = P.w[%d];\n", op, (*w)++);
+        sf_buf_printf(b, "a.ptr[%d] = PW[%d];\n", op, (*w)++);
         int nd = sf_cuda_small_nd(f, k, op);
-        for (int d = 0; d < nd; d++) sf_buf_printf(b, "a.st[%d][%d] = (i64)P.w[%d];\n", op, d, (*w)++);
+        for (int d = 0; d < nd; d++) sf_buf_printf(b, "a.st[%d][%d] = (i64)PW[%d];\n", op, d, (*w)++);
     }
-    sf_buf_printf(b, "a.flags = (i64)P.w[%d];\n", (*w)++);
-    for (int j = 0; j < 3; j++) sf_buf_printf(b, "a.aux[%d] = (i64)P.w[%d];\n", j, (*w)++);
-    sf_buf_printf(b, "a.err = P.w[%d];\n", (*w)++);
-    sf_buf_printf(b, "a.scratch = P.w[%d];\n", (*w)++);
+    sf_buf_printf(b, "a.flags = (i64)PW[%d];\n", (*w)++);
+    for (int j = 0; j < 3; j++) sf_buf_printf(b, "a.aux[%d] = (i64)PW[%d];\n", j, (*w)++);
+    sf_buf_printf(b, "a.err = PW[%d];\n", (*w)++);
+    sf_buf_printf(b, "a.scratch = PW[%d];\n", (*w)++);
 }
 
 scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
@@ -623,7 +623,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         /* stop at the first failing node (its slot holds the error) */
         for (int i = 0; i < nph; i++)
             if (ph[i].level == lv && ph[i].errw >= 0)
-                sf_buf_printf(&body, "if (*(volatile const u64*)P.w[%d] != 0ull) return;\n", ph[i].errw);
+                sf_buf_printf(&body, "if (*(volatile const u64*)PW[%d] != 0ull) return;\n", ph[i].errw);
     }
     for (int i = 0; i < nph; i++) free(ph[i].text.data);
     free(ph);
@@ -642,6 +642,18 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const SfP_k%d P) {\n",
                   SF_SMALL_THREADS, ki, ki);
     if (shared > 0) sf_buf_printf(g->src, "__shared__ int s_sm[%d];\n", shared);
+    /* The parameter words in shared memory, all loaded at once: read where a phase needs
+     * them, each was a constant-bank miss on the phase's critical path (a phase that
+     * only stores zeros took 0.7 µs, NOTES session 6). */
+    int nw = w > 0 ? w : 1;
+    if (sf_cg_tune("small_pw", 1) != 0)
+        sf_buf_printf(g->src,
+                      "__shared__ u64 PW[%d];\n"
+                      "for (int i = threadIdx.x; i < %d; i += blockDim.x) PW[i] = P.w[i];\n"
+                      "__syncthreads();\n",
+                      nw, nw);
+    else
+        sf_buf_puts(g->src, "const u64* const PW = P.w;\n");
     if (prof && nmark > 0)
         sf_buf_printf(g->src, "u64 sf_tp[%d];\nu64 sf_t0;\nasm volatile(\"mov.u64 %%0, %%%%globaltimer;\" : \"=l\"(sf_t0));\n",
                       nmark);
