@@ -828,6 +828,19 @@ static void build_programs(void) {
         rp->tol[1] = T_ULP1; /* sigmoid */
         rp->gen[0] = i == 2 ? G_DEFAULT : G_TIES;
     }
+    /* the one-pass counting sort of the small block (sf_count_sort_1p): several rows of
+     * 3 keys a thread into 256 buckets, and 4 keys a thread descending */
+    {
+        prog *cp = prog_raw("input x: int64[4, 3000]\nk = argsort(x, dim=1, range=200, stable=true)\n"
+                            "y = argsort(k, dim=1, stable=true)\nc = bincount(reshape(x, [12000]), minlength=200)\n"
+                            "output k, y, c\n", T_EXACT);
+        cp->gen[0] = G_INDEX;
+        cp->irange[0] = 200;
+        cp = prog_raw("input x: int32[2, 4096]\nk = argsort(x, dim=1, range=256, descending=true, stable=true)\n"
+                      "z = add(k, 1)\noutput k, z\n", T_EXACT);
+        cp->gen[0] = G_INDEX;
+        cp->irange[0] = 256;
+    }
     /* a small segment with a float cumsum (rows of topk values) */
     prog_raw("input logits: float32[64, 8]\n"
              "top, idx = topk(logits, 4, dim=1)\nc = cumsum(top, dim=1)\n"

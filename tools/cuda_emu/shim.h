@@ -47,6 +47,7 @@ template <class T> static inline T emu_xchg(T v, int src, bool keep) {
 }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int d) { int l = g_cur->tid.x & 31; return emu_xchg(v, l ^ d, false); }
 template <class T> static inline T __shfl_up_sync(unsigned, T v, int d) { int l = g_cur->tid.x & 31; return emu_xchg(v, l - d, l - d < 0); }
+template <class T> static inline T __shfl_up_sync(unsigned, T v, int d, int w) { int l = g_cur->tid.x & 31; return emu_xchg(v, l - d, l % w - d < 0); }
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int d) { int l = g_cur->tid.x & 31; return emu_xchg(v, l + d, l + d > 31); }
 template <class T> static inline T __shfl_sync(unsigned, T v, int s) { return emu_xchg(v, s & 31, false); }
 static inline unsigned __match_any_sync(unsigned, int v) {
