@@ -205,6 +205,20 @@ def copy_gbps(stream, nbytes=1 << 30, repeat=20):
     return 2 * nbytes / s / 1e9
 
 
+_WRITE_GBPS = []
+
+
+def write_gbps(stream, nbytes=1 << 30, repeat=20):
+    """GB/s of a write-only stream (zero_ of 1 GiB), measured once per run: outputs-heavy
+    programs (the MoE combine writes 9x what it reads at DeepSeek sizes) are bounded by
+    it as much as by the copy."""
+    if not _WRITE_GBPS:
+        x = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")
+        _WRITE_GBPS.append(nbytes / time_calls(lambda: x.zero_(), stream, repeat) / 1e9)
+        del x
+    return _WRITE_GBPS[0]
+
+
 # ---------------------------------------------------------------------------------------
 # cases
 # ---------------------------------------------------------------------------------------
@@ -391,12 +405,14 @@ def example_case(sf, stream, args, copy, gen, out_rows, path, label):
         outputs.append(t)
         nbytes += t.numel() * t.element_size()
     L.scanfuse_fusion_free(f)
+    wbytes = sum(t.numel() * t.element_size() for t in outputs)
     prog.bind(inputs, outputs)
     t_sf = time_calls(prog, stream, args.repeat)
     t_sfg = time_graph(prog, stream) if args.graph else None
     row = {"case": label, "bytes": nbytes, "kernels": prog.kernels, "scanfuse_us": t_sf * 1e6,
            "scanfuse_graph_us": t_sfg * 1e6 if t_sfg else None,
-           "floor_us": nbytes / (copy * 1e9) * 1e6, "copy_gbps": copy}
+           "floor_us": nbytes / (copy * 1e9) * 1e6, "copy_gbps": copy,
+           "write_gbps": write_gbps(stream), "floor_writes_us": wbytes / (write_gbps(stream) * 1e9) * 1e6}
     if label in MOE_K:  # the same program in PyTorch, on the same inputs, eager and compiled
         fn = lambda: torch_moe(inputs[0], inputs[1], MOE_K[label])  # noqa: E731
         row["torch_eager_us"] = time_calls(fn, stream, args.repeat) * 1e6
@@ -545,7 +561,10 @@ def main():
         if "floor_us" in r and "torch_eager_us" in r:
             print(f"{r['case'][:34]:34s} sf {r['scanfuse_us']:8.1f}"
                   + (f" g {r['scanfuse_graph_us']:8.1f}" if r.get('scanfuse_graph_us') else "")
-                  + f" us, {r['kernels']} kernels, floor {r['floor_us']:.1f} us | eager {r['torch_eager_us']:.1f}"
+                  + f" us, {r['kernels']} kernels, floor {r['floor_us']:.1f} us"
+                  + (f" (the writes alone {r['floor_writes_us']:.1f} us at {r['write_gbps']:.0f} GB/s)"
+                     if r.get('floor_writes_us') else "")
+                  + f" | eager {r['torch_eager_us']:.1f}"
                   + (f" | comp {r['torch_compile_us']:.1f}" if r.get('torch_compile_us') else ""))
         elif "scanfuse_us" in r and "torch_eager_us" in r:
             g = r.get("scanfuse_graph_us")

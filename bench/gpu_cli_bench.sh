@@ -74,7 +74,10 @@ if [ $moeprof = 1 ] && command -v ncu >/dev/null; then
     # where the small kernel's time goes, phase by phase (tuning small_prof: global timer)
     for pt in ${PROF_TUNES:-small_prof=1}; do
         echo "$ex under SCANFUSE_CUDA_TUNE=$pt:"
-        SCANFUSE_CUDA_TUNE=$pt timeout 60 "$S" run examples/$ex.sf --device cuda 2>&1 | grep "small kernel" | tail -40
+        # the first run (cold caches) and the last of a `bench` (warm, as in a pipeline)
+        SCANFUSE_CUDA_TUNE=$pt timeout 60 "$S" bench examples/$ex.sf --device cuda --repeat 1 2>&1 | grep "small kernel" |
+            awk '/phase 0 /{n++} n==1{first=first $0 "\n"} {if (/phase 0 /) last=""; last=last $0 "\n"}
+                 END {printf "first run:\n%slast run:\n%s", first, last}' | head -60
     done
     python3 - "$OUT/ncu_$ex.txt" <<'PY'
 import re, sys

@@ -74,6 +74,7 @@
 #define SF_SMALL_KB 1024 /* tuning "small_kb" */
 #define SF_SMALL_THREADS 1024
 #define SF_SMALL_MAXWORDS 512 /* 4 KB of parameter */
+#define SF_SMALL_BINS 2048    /* bincount in shared memory up to this many counts */
 
 int sf_cuda_small_nd(const scanfuse_fusion *f, const sf_cuda_kernel *k, int op) {
     switch (k->ops[op].mode) {
@@ -366,7 +367,7 @@ static bool grid_topk(const scanfuse_fusion *f, int ni) {
 }
 
 /* How one node runs in the small kernel. */
-typedef enum { PH_COPIES, PH_TOPK, PH_COUNT, PH_PERM, PH_NONE } ph_kind;
+typedef enum { PH_COPIES, PH_TOPK, PH_COUNT, PH_PERM, PH_BINCOUNT, PH_NONE } ph_kind;
 
 typedef struct small_node {
     ph_kind kind;
@@ -376,6 +377,8 @@ typedef struct small_node {
     int R;          /* PH_COUNT */
     int64_t range;  /* PH_COUNT */
 } small_node;
+
+static const int small_dims[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 /* One phase of the block: a sub-kernel's call, and the memory it touches.  Phases that
  * touch nothing another one writes run back to back without a barrier between them
@@ -427,6 +430,7 @@ static bool phases_conflict(const small_phase *a, const small_phase *b) {
     return false;
 }
 #define SMEM_ROOT (-2)
+#define SMEM_BINS_ROOT (-3)
 
 /* How sort node ni runs in one block, or PH_NONE. */
 static ph_kind sort_kind(const sf_cg *g, int ni, small_node *sn) {
@@ -586,6 +590,13 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             sn[j].kind = sort_kind(g, ni, &sn[j]);
             ok = sn[j].kind != PH_NONE;
         }
+        /* bincount (its kernels: a check if its ids are not proven, zeroing, counting):
+         * one phase counting into shared memory (tuning small_bincount=0: its kernels) */
+        int nelem = 0;
+        for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk; q++) nelem += pl->k[q].kind == SF_CUK_ELEM;
+        if (ok && nd->op == SF_OP_bincount && nelem == 2 && nd->a.count <= SF_SMALL_BINS &&
+            sf_cg_tune("small_bincount", 1) != 0)
+            sn[j].kind = PH_BINCOUNT;
     }
     pre = pre && ok && sn[0].kind == PH_TOPK && sn[0].nk == 1;
     int words = 0;
@@ -605,7 +616,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     sf_buf dev = {0}, body = {0};
     const char *src = g->src->data;
     ensure_small_prelude(&dev, g->src);
-    int shared = 0, w = 0, nmark = 0, nph = 0;
+    int shared = 0, bins = 0, w = 0, nmark = 0, nph = 0;
     int prof = sf_cg_tune("small_prof", 0);
     sf_cuda_kernel *sub = pl->k;
     small_phase *ph = sf_calloc((size_t)(pl->nkernels - nk0 + 1), sizeof *ph);
@@ -620,8 +631,10 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             const sf_cuda_kernel *k = &sub[q];
             sf_buf args = {0};
             emit_args(&args, f, k, &w); /* in sub-kernel order: the launcher packs them so */
-            if ((j == 0 && pre) || (k->kind == SF_CUK_SORT && q != sn[j].sort_k)) {
-                free(args.data); /* the pre-kernel's phase, a sort's other kernels */
+            bool bin = sn[j].kind == PH_BINCOUNT && k->kind == SF_CUK_ELEM;
+            if ((j == 0 && pre) || (k->kind == SF_CUK_SORT && q != sn[j].sort_k) ||
+                (bin && k->nops == 1)) {
+                free(args.data); /* the pre-kernel's phase, a sort's other kernels, bincount's zeroing */
                 continue;
             }
             small_phase *h = &ph[nph++];
@@ -663,6 +676,28 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 continue;
             }
             phase_operands(f, h, k);
+            if (bin) { /* counting into shared memory, then every count stored */
+                const sf_value *x = &f->values[nd->in[0]];
+                int ox = k->ops[0].out ? 1 : 0, oy = 1 - ox;
+                int64_t C = nd->a.count;
+                if (C > bins) bins = (int)C;
+                h->wr[h->nwr++] = SMEM_BINS_ROOT;
+                sf_buf_printf(t,
+                              "for (int b = threadIdx.x; b < %lld; b += blockDim.x) s_bins[b] = 0;\n"
+                              "__syncthreads();\n"
+                              "for (i64 i = threadIdx.x; i < %lldll; i += blockDim.x) {\n",
+                              (long long)C, (long long)sf_value_numel(x));
+                sf_cg_coords(t, "c", "i", x->ndim, small_dims, x->shape);
+                sf_buf_printf(t, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
+                sf_cg_offset(t, "c", ox, x->ndim, small_dims, x->shape);
+                sf_buf_printf(t,
+                              ");\nif (v >= 0 && v < %lldll) atomicAdd(&s_bins[v], 1);\n}\n"
+                              "__syncthreads();\n"
+                              "for (int b = threadIdx.x; b < %lld; b += blockDim.x) sf_st_i64(a.ptr[%d], b * a.st[%d][0], (i64)s_bins[b]);\n"
+                              "}\n",
+                              (long long)C, (long long)C, oy, oy);
+                continue;
+            }
             size_t bo = 0, e = 0;
             bool found = find_kernel(src, src0, q, &bo, &e);
             SF_ASSERT(found);
@@ -721,6 +756,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const SfP_k%d P) {\n",
                   SF_SMALL_THREADS, ki, ki);
     if (shared > 0) sf_buf_printf(g->src, "__shared__ int s_sm[%d];\n", shared);
+    if (bins > 0) sf_buf_printf(g->src, "__shared__ int s_bins[%d];\n", bins);
     /* The parameter words in shared memory, all loaded at once: read where a phase needs
      * them, each was a constant-bank miss on the phase's critical path (a phase that
      * only stores zeros took 0.7 µs, NOTES session 6). */
