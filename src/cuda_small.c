@@ -125,12 +125,13 @@ static const char *const small_prelude[] = {
     "// topk: a warp per row, G rows at once (their loads in flight together), lane l holds",
     "// positions l, l+32, ...; round j takes the first item after round j-1's in the total",
     "// order (key, position), so the K results are the stable sort's first K.  The warps of",
-    "// the grid share the rows (one block in the small kernel; a grid as its pre-kernel).",
-    "template <class So, bool ISF, bool DESC, int ITEMS, int G>",
+    "// the grid share the rows (a grid as the pre-kernel; BLK: this block alone, in a small",
+    "// kernel whose blocks run different phases).",
+    "template <class So, bool ISF, bool DESC, int ITEMS, int G, bool BLK = false>",
     "__device__ __forceinline__ void sf_topk_warps(const sf_args& a, i64 rows, i64 len, i64 K) {",
     "    const int lane = threadIdx.x & 31;",
-    "    const i64 nw = blockDim.x >> 5;",
-    "    for (i64 r0 = ((i64)blockIdx.x * nw + (threadIdx.x >> 5)) * G; r0 < rows; r0 += (i64)gridDim.x * nw * G) {",
+    "    const i64 nw = blockDim.x >> 5, vb = BLK ? 0 : (i64)blockIdx.x, vg = BLK ? 1 : (i64)gridDim.x;",
+    "    for (i64 r0 = (vb * nw + (threadIdx.x >> 5)) * G; r0 < rows; r0 += vg * nw * G) {",
     "        sf_skey it[G][ITEMS];",
     "#pragma unroll",
     "        for (int g = 0; g < G; ++g)",
@@ -245,10 +246,11 @@ static const char *const small_prelude[] = {
     "}",
     "// argsort of rows that are permutations of [0, len) (an argsort's result): the stable",
     "// sort is the scatter y[key] = position (keys clamped: in bounds whatever the input);",
-    "// grid-stride (the node-by-node kernel of such an argsort too).",
-    "template <class So, bool DESC>",
+    "// grid-stride (the node-by-node kernel of such an argsort too; BLK: this block alone).",
+    "template <class So, bool DESC, bool BLK = false>",
     "__device__ __forceinline__ void sf_perm_inverse(const sf_args& a, i64 rows, i64 len) {",
-    "    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < rows * len; e += (i64)gridDim.x * blockDim.x) {",
+    "    const i64 vb = BLK ? 0 : (i64)blockIdx.x, vg = BLK ? 1 : (i64)gridDim.x;",
+    "    for (i64 e = vb * blockDim.x + threadIdx.x; e < rows * len; e += vg * blockDim.x) {",
     "        const i64 r = e / len, t = e - r * len;",
     "        i64 key = (i64)So::key(a, r, t);",
     "        key = key < 0 ? 0 : (key >= len ? len - 1 : key);",
@@ -390,7 +392,14 @@ typedef struct small_phase {
     int32_t rd[2 * SF_CUDA_MAXOPS], wr[2 * SF_CUDA_MAXOPS + 1];
     int nrd, nwr;
     int level;
+    int comp;      /* its component: phases that share memory, transitively */
+    bool grid_tpl; /* calls sf_warp_scan, which strides by the real grid: block 0 only */
 } small_phase;
+
+static int comp_find(int *parent, int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+}
 
 /* The value whose memory v is (views followed down to what they view). */
 static int32_t mem_root(const scanfuse_fusion *f, int32_t v) {
@@ -480,18 +489,22 @@ static bool find_kernel(const char *src, size_t from, int i, size_t *body, size_
 }
 
 /* Appends kernel i's body as "k<i>_d", a device function of the block (gridDim.x reads
- * SF_VGRID: the grid-stride loops written for 256-thread blocks cover the space once). */
+ * SF_VGRID and blockIdx.x 0: the grid-stride loops written for 256-thread blocks cover
+ * the space once, in whichever block of the small kernel runs the phase). */
 static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i) {
     sf_buf_printf(out, "static __device__ __forceinline__ void k%d_d(const sf_args& a) ", i);
     const char *p = src + body, *end = src + e;
     while (p < end) {
-        const char *hit = strstr(p, "gridDim.x");
-        if (!hit || hit >= end) {
+        const char *g = strstr(p, "gridDim.x"), *b = strstr(p, "blockIdx.x");
+        if (g && g >= end) g = NULL;
+        if (b && b >= end) b = NULL;
+        const char *hit = g && (!b || g < b) ? g : b;
+        if (!hit) {
             sf_buf_printf(out, "%.*s", (int)(end - p), p);
             break;
         }
-        sf_buf_printf(out, "%.*sSF_VGRID", (int)(hit - p), p);
-        p = hit + 9;
+        sf_buf_printf(out, "%.*s%s", (int)(hit - p), p, hit == g ? "SF_VGRID" : "0");
+        p = hit + (hit == g ? 9 : 10);
     }
     sf_buf_puts(out, "\n\n");
 }
@@ -617,6 +630,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     const char *src = g->src->data;
     ensure_small_prelude(&dev, g->src);
     int shared = 0, bins = 0, w = 0, nmark = 0, nph = 0;
+    bool split_ok = true;
     int prof = sf_cg_tune("small_prof", 0);
     sf_cuda_kernel *sub = pl->k;
     small_phase *ph = sf_calloc((size_t)(pl->nkernels - nk0 + 1), sizeof *ph);
@@ -652,7 +666,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 bool desc = nd->op == SF_OP_topk ? nd->a.largest : nd->a.descending;
                 const char *df = desc ? "true" : "false";
                 if (sn[j].kind == PH_TOPK)
-                    sf_buf_printf(t, "sf_topk_warps<So_k%d, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n", q,
+                    sf_buf_printf(t, "sf_topk_warps<So_k%d, %s, %s, %d, %d, true>(a, %lldll, %lldll, %lldll);\n", q,
                                   sf_dtype_is_float(x->dtype) ? "true" : "false", df, sn[j].items, sn[j].grp,
                                   (long long)rows, (long long)len, (long long)nd->a.count);
                 else if (sn[j].kind == PH_COUNT) {
@@ -669,7 +683,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                                       df, sn[j].R, SF_SMALL_THREADS / 32, (long long)rows, (long long)len,
                                       (long long)sn[j].range);
                 } else {
-                    sf_buf_printf(t, "sf_perm_inverse<So_k%d, %s>(a, %lldll, %lldll);\n", q, df,
+                    sf_buf_printf(t, "sf_perm_inverse<So_k%d, %s, true>(a, %lldll, %lldll);\n", q, df,
                                   (long long)rows, (long long)len);
                 }
                 sf_buf_puts(t, "}\n");
@@ -703,6 +717,10 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             SF_ASSERT(found);
             emit_copy(&dev, src, bo, e, q);
             sf_buf_printf(t, "k%d_d(a);\n}\n", q);
+            if (k->kind == SF_CUK_SCAN_WARP) {
+                h->grid_tpl = true;
+                if (k->grid > 4) split_ok = false; /* > 32 rows: block 0's stride would skip rows */
+            }
             if (k->err_slot >= 0) h->errw = w - 2; /* its a.err word */
         }
     }
@@ -725,19 +743,71 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         ph[i].level = lv;
         if (lv + 1 > nlev) nlev = lv + 1;
     }
-    for (int lv = 0; lv < nlev; lv++) {
-        sf_op last = SF_OP_add;
-        for (int i = 0; i < nph; i++)
-            if (ph[i].level == lv) {
-                sf_buf_puts(&body, ph[i].text.data);
-                last = ph[i].op;
-            }
-        sf_buf_puts(&body, "__syncthreads();\n");
-        prof_mark(&body, prof, last, &nmark);
-        /* stop at the first failing node (its slot holds the error) */
-        for (int i = 0; i < nph; i++)
-            if (ph[i].level == lv && ph[i].errw >= 0)
-                sf_buf_printf(&body, "if (*(volatile const u64*)PW[%d] != 0ull) return;\n", ph[i].errw);
+    /* Blocks: phases that share no memory with each other, even through others (the
+     * components of the conflict relation), run in different blocks at once: the
+     * Llama routing's score chain, its count chain and its sort chain (NOTES, session
+     * 6: one multiprocessor ran them one after another).  Components with a
+     * sf_warp_scan phase run in block 0 (that template strides by the real grid; fine
+     * for at most 32 rows, else one block).  Errors: each block stops after its own
+     * failing phase; the launcher reports the first raised slot in node order, as one
+     * block would.  Tuning small_split=0: one block. */
+    int *parent = sf_malloc((size_t)(nph > 0 ? nph : 1) * sizeof *parent);
+    int *blk_of = sf_malloc((size_t)(nph > 0 ? nph : 1) * sizeof *blk_of);
+    if (!parent || !blk_of) {
+        free(parent);
+        free(blk_of);
+        for (int i = 0; i < nph; i++) free(ph[i].text.data);
+        free(ph);
+        free(dev.data);
+        free(body.data);
+        free(sn);
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    for (int i = 0; i < nph; i++) parent[i] = i;
+    for (int i = 0; i < nph; i++)
+        for (int p = 0; p < i; p++)
+            if (phases_conflict(&ph[p], &ph[i])) parent[comp_find(parent, i)] = comp_find(parent, p);
+    int nblk = 1;
+    bool split = split_ok && levels && sf_cg_tune("small_split", 1) != 0;
+    for (int i = 0; i < nph; i++) blk_of[i] = -1;
+    /* block 0: the components with a sf_warp_scan phase (or everything) */
+    for (int i = 0; i < nph; i++)
+        if (!split || ph[i].grid_tpl) blk_of[comp_find(parent, i)] = 0;
+    for (int i = 0; i < nph; i++) {
+        int r = comp_find(parent, i);
+        if (blk_of[r] < 0) blk_of[r] = (nblk == 1 && !split) ? 0 : nblk++;
+        ph[i].comp = blk_of[r];
+    }
+    /* a split with nothing in block 0: renumber from 0 */
+    bool any0 = false;
+    for (int i = 0; i < nph; i++) any0 |= ph[i].comp == 0;
+    if (!any0) {
+        for (int i = 0; i < nph; i++) ph[i].comp--;
+        nblk--;
+    }
+    free(parent);
+    free(blk_of);
+    for (int b = 0; b < nblk; b++) {
+        if (nblk > 1) sf_buf_printf(&body, "%sif (blockIdx.x == %d) {\n", b ? "else " : "", b);
+        for (int lv = 0; lv < nlev; lv++) {
+            sf_op last = SF_OP_add;
+            bool any = false;
+            for (int i = 0; i < nph; i++)
+                if (ph[i].level == lv && ph[i].comp == b) {
+                    sf_buf_puts(&body, ph[i].text.data);
+                    last = ph[i].op;
+                    any = true;
+                }
+            if (!any) continue;
+            sf_buf_puts(&body, "__syncthreads();\n");
+            prof_mark(&body, prof, last, &nmark);
+            /* stop at the first failing node (its slot holds the error) */
+            for (int i = 0; i < nph; i++)
+                if (ph[i].level == lv && ph[i].comp == b && ph[i].errw >= 0)
+                    sf_buf_printf(&body, "if (*(volatile const u64*)PW[%d] != 0ull) return;\n", ph[i].errw);
+        }
+        if (nblk > 1) sf_buf_puts(&body, "}\n");
     }
     for (int i = 0; i < nph; i++) free(ph[i].text.data);
     free(ph);
@@ -750,7 +820,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     k->nsub = nsub;
     k->pre1 = pre_k + 1;
     k->block = SF_SMALL_THREADS;
-    k->grid = 1;
+    k->grid = (unsigned)nblk;
     if (dev.data) sf_buf_puts(g->src, dev.data);
     sf_buf_printf(g->src, "struct SfP_k%d { u64 w[%d]; };\n", ki, w > 0 ? w : 1);
     sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(%d) k%d(const SfP_k%d P) {\n",
@@ -770,13 +840,13 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     else
         sf_buf_puts(g->src, "const u64* const PW = P.w;\n");
     if (prof && nmark > 0)
-        sf_buf_printf(g->src, "u64 sf_tp[%d];\nu64 sf_t0;\nasm volatile(\"mov.u64 %%0, %%%%globaltimer;\" : \"=l\"(sf_t0));\n",
+        sf_buf_printf(g->src, "u64 sf_tp[%d] = {};\nu64 sf_t0;\nasm volatile(\"mov.u64 %%0, %%%%globaltimer;\" : \"=l\"(sf_t0));\n",
                       nmark);
     if (body.data) sf_buf_puts(g->src, body.data);
     if (prof && nmark > 0)
         sf_buf_printf(g->src,
-                      "if (threadIdx.x == 0) for (int i = 0; i < %d; ++i)\n"
-                      "printf(\"small kernel k%d: phase %%d ends at %%llu ns\\n\", i, sf_tp[i] - sf_t0);\n",
+                      "if (threadIdx.x == 0) for (int i = 0; i < %d; ++i) if (sf_tp[i])\n"
+                      "printf(\"small kernel k%d: phase %%d ends at %%llu ns (block %%d)\\n\", i, sf_tp[i] - sf_t0, (int)blockIdx.x);\n",
                       nmark, ki);
     sf_buf_puts(g->src, "}\n\n");
     free(dev.data);

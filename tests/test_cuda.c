@@ -883,6 +883,20 @@ static void build_programs(void) {
     p->gen[1] = G_INDEX;
     p->irange[1] = 1; /* every divisor 0 */
     p->expect = SCANFUSE_ERROR_VALUE;
+    /* ... and with the small kernel's independent phases in different blocks (the id
+     * check apart from the counting): both errors raised, the first in node order is the
+     * one reported; then only the later one */
+    const char *small_err2 = "input ids: int64[40]\ninput x: int64[8]\ninput d: int64[8]\n"
+                             "c = bincount(ids, minlength=8)\no = cumsum(c, dim=0)\nr = remainder(x, d)\n"
+                             "s = cumsum(r, dim=0)\nk = argsort(ids, range=8, stable=true)\noutput o, s, k\n";
+    for (int i = 0; i < 2; i++) {
+        p = prog_raw(small_err2, T_EXACT);
+        p->gen[0] = G_INDEX;
+        p->irange[0] = i == 0 ? 40 : 8;
+        p->gen[2] = G_INDEX;
+        p->irange[2] = 1; /* every divisor 0 */
+        p->expect = SCANFUSE_ERROR_VALUE;
+    }
 }
 
 /* The coverage programs of part A: few programs (NVRTC compiles cost ~0.3 s plus the

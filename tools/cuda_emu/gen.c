@@ -78,8 +78,8 @@ int main(int argc, char **argv) {
     /* the parameter layout: W(kind, a, b) per word; buffers per base value */
     snprintf(path, sizeof path, "%s/launch.inc", dir);
     FILE *fl = fopen(path, "w");
-    fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n", ki, ki,
-            (long long)pl->scratch_bytes, (int)st);
+    fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
+            ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);
     fprintf(fl, "static const Buf bufs[] = {\n");
     bool *used = calloc(f->nvalues, 1);
     for (int q = 0; q < K->nsub; q++) {

@@ -33,7 +33,15 @@ int main(int argc, char **argv) {
         else x = (uint64_t)(uintptr_t)scratch + (uint64_t)w.a;
         g_P.w[i] = x;
     }
-    if (!emu_run(body)) return 7;
+    /* the blocks of a small kernel run different phases on disjoint data: one after
+     * another here, in reverse with EMU_REVERSE=1 (a result that depends on the order
+     * would be a missed conflict) */
+    gridDim.x = GRID;
+    const bool rev = getenv("EMU_REVERSE") && getenv("EMU_REVERSE")[0] == '1';
+    for (unsigned q = 0; q < GRID; q++) {
+        blockIdx.x = rev ? GRID - 1 - q : q;
+        if (!emu_run(body)) return 7;
+    }
     int bad = 0;
     for (int s = 0; s < 8 && 16 * s < SCRATCH; s++) {
         uint64_t k0, k1; memcpy(&k0, scratch + 16 * s, 8); memcpy(&k1, scratch + 16 * s + 8, 8);
