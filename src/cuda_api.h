@@ -41,8 +41,27 @@ enum {
     SF_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
     SF_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     SF_CU_POINTER_ATTRIBUTE_CONTEXT = 1,
-    SF_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+    SF_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 };
+
+/* cuLaunchKernelEx's configuration (CUlaunchConfig / CUlaunchAttribute of the ABI: the
+ * attribute's id padded to 8 bytes, then a 64-byte value union; an int for the one
+ * attribute used here, programmatic stream serialization). */
+typedef struct sf_CUlaunchAttribute {
+    int id;
+    char pad_[4];
+    union {
+        char bytes[64];
+        int programmatic_stream_serialization_allowed;
+    } value;
+} sf_CUlaunchAttribute;
+typedef struct sf_CUlaunchConfig {
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+    struct sf_CUstream_st *stream;
+    sf_CUlaunchAttribute *attrs;
+    unsigned num_attrs;
+} sf_CUlaunchConfig;
 
 typedef struct sf_cuda_driver_api {
     sf_CUresult (*cuInit)(unsigned flags);
@@ -64,6 +83,10 @@ typedef struct sf_cuda_driver_api {
     sf_CUresult (*cuLaunchKernel)(sf_CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
                                   unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                   sf_CUstream stream, void **params, void **extra);
+    /* NULL when the driver lacks it (before CUDA 12): programmatic dependent launch
+     * (tuning pdl=1) is then not used */
+    sf_CUresult (*cuLaunchKernelEx)(const sf_CUlaunchConfig *config, sf_CUfunction fn, void **params,
+                                    void **extra);
     sf_CUresult (*cuMemAlloc)(sf_CUdeviceptr *p, size_t bytes);
     sf_CUresult (*cuMemFree)(sf_CUdeviceptr p);
     sf_CUresult (*cuMemcpyHtoD)(sf_CUdeviceptr dst, const void *src, size_t bytes);

@@ -408,8 +408,25 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     } else {
         fill_args(r, k, copy_dst, report, &args);
     }
-    sf_CUresult res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, 0, r->stream,
-                                           params, NULL);
+    sf_CUresult res;
+    if (s->pl->pdl && r->d->cuLaunchKernelEx) { /* programmatic dependent launch (pdl=1) */
+        sf_CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_stream_serialization_allowed = 1;
+        sf_CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.grid_x = k->grid;
+        cfg.grid_y = cfg.grid_z = 1;
+        cfg.block_x = k->block;
+        cfg.block_y = cfg.block_z = 1;
+        cfg.stream = r->stream;
+        cfg.attrs = &attr;
+        cfg.num_attrs = 1;
+        res = r->d->cuLaunchKernelEx(&cfg, fn, params, NULL);
+    } else {
+        res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, 0, r->stream, params, NULL);
+    }
     if (res != 0) {
         char m[SF_ERR_LEN];
         sf_cuda_errmsg(r->d, res, "cuLaunchKernel", m, sizeof m);

@@ -1328,6 +1328,31 @@ static bool gather_fusable(const scanfuse_fusion *f, int s, const int *seg_of, c
     return true;
 }
 
+/* Programmatic dependent launch (tuning pdl=1, an experiment: not yet run on a GPU):
+ * every kernel starts by waiting for the grids before it in the stream
+ * (griddepcontrol.wait: they have completed and their writes are visible) and then lets
+ * the next kernel launch (griddepcontrol.launch_dependents), so that the launcher's
+ * cuLaunchKernelEx with programmatic stream serialization overlaps a kernel's launch with
+ * the tail of the one before (the Llama example: 35.7 µs a call by events, 30.4 as a CUDA
+ * graph, NOTES session 6).  The next kernel launches only once every block of this one
+ * has started, so a look-back kernel's blocks are never kept from starting.  Returns a
+ * new source, each kernel's body with the two instructions first (NULL: out of memory). */
+static char *with_pdl(const char *src) {
+    static const char entry[] = "extern \"C\" __global__";
+    static const char wait[] = "\nasm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+                               "asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");";
+    sf_buf b = {0};
+    const char *p = src;
+    for (const char *k; (k = strstr(p, entry)); ) {
+        const char *open = strchr(k, '{');
+        if (!open) break;
+        sf_buf_printf(&b, "%.*s%s", (int)(open + 1 - p), p, wait);
+        p = open + 1;
+    }
+    sf_buf_puts(&b, p);
+    return sf_buf_take(&b);
+}
+
 static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const bool *fused,
                                 int *bad_seg, char *msg, size_t msglen) {
     const scanfuse_fusion *f = p->fusion;
@@ -1460,6 +1485,12 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     }
     pl->scratch_bytes = off;
     pl->source = sf_buf_take(&src);
+    if (pl->source && sf_cg_tune("pdl", 0) == 1) {
+        char *pdl = with_pdl(pl->source);
+        free(pl->source);
+        pl->source = pdl;
+        pl->pdl = true;
+    }
     if (!pl->source) {
         sf_msg(msg, msglen, "cuda: out of memory");
         return SCANFUSE_ERROR_MEMORY;

@@ -133,6 +133,8 @@ typedef struct sf_cuda_plan {
     int64_t scratch_bytes;  /* [error slots: 16 bytes each][kernels' parts] */
     int nerr;               /* error slots */
     bool may_fail;          /* some kernel can fail (division by zero, bad index) */
+    bool pdl;               /* kernels wait for their predecessors (tuning pdl=1): launch
+                               them with programmatic stream serialization */
     int8_t *vkind;          /* per value: SF_CUV_* */
     bool *direct_ok;        /* per value: its producer writes it whole (may go to the
                                caller's output directly) */

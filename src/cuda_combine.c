@@ -47,6 +47,16 @@ static const char *const combine_prelude[] = {
     "// pointed at a local array: every offset is a constant after unrolling), then one",
     "// store of E * OB bytes: E two-byte stores 16 bytes apart were a partial-sector L2",
     "// write each.",
+    "// One output vector: E results of OB bytes from buf, as 16-byte stores (8 bytes: one).",
+    "template <int E, int OB>",
+    "__device__ __forceinline__ void sf_row_combine_put(const sf_args& a, int oY, i64 o, const uint4* buf) {",
+    "    if (E * OB >= 16) {",
+    "#pragma unroll",
+    "        for (int q = 0; q < E * OB / 16; ++q) ((uint4*)a.ptr[oY])[o * OB / 16 + q] = buf[q];",
+    "    } else {",
+    "        ((uint2*)a.ptr[oY])[o * OB / 8] = *(const uint2*)buf;",
+    "    }",
+    "}",
     "template <class Io, int E, int OB>",
     "__device__ __forceinline__ void sf_row_combine_st(const sf_args& a, int oY, i64 o, const typename Io::T* acc) {",
     "    uint4 buf[(E * OB + 15) / 16];",
@@ -56,12 +66,7 @@ static const char *const combine_prelude[] = {
     "    b.st[oY][1] = 1;",
     "#pragma unroll",
     "    for (int e = 0; e < E; ++e) Io::st(b, e, acc[e]);",
-    "    if (E * OB >= 16) {",
-    "#pragma unroll",
-    "        for (int q = 0; q < E * OB / 16; ++q) ((uint4*)a.ptr[oY])[o * OB / 16 + q] = buf[q];",
-    "    } else {",
-    "        ((uint2*)a.ptr[oY])[o * OB / 8] = *(const uint2*)buf;",
-    "    }",
+    "    sf_row_combine_put<E, OB>(a, oY, o, buf);",
     "}",
     "// float32 -> bfloat16 / float16, round to nearest even, NaNs as sf_d_bf16/sf_d_f16 give",
     "// them (the sign and the quiet bit): the float32 epilogue's stores (Cb::F32).",
@@ -123,12 +128,7 @@ static const char *const combine_prelude[] = {
     "        }",
     "        ov[e] = Cb::out32(f);",
     "    }",
-    "    if (E * OB >= 16) {",
-    "#pragma unroll",
-    "        for (int q = 0; q < E * OB / 16; ++q) ((uint4*)a.ptr[oY])[o * OB / 16 + q] = buf[q];",
-    "    } else {",
-    "        ((uint2*)a.ptr[oY])[o * OB / 8] = *(const uint2*)buf;",
-    "    }",
+    "    sf_row_combine_put<E, OB>(a, oY, o, buf);",
     "}",
     "// A warp's K slots: lane j < K holds slot j's index chain (I[t, j], then its row, and",
     "// the weight), shuffled to the lanes where used; the next row's chain is loaded while",
@@ -488,7 +488,7 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     }
     /* the float32 epilogue (sf_row_combine_f32) when the stored value is the float32 sum
      * itself or a cast of it to float32, bfloat16 or float16, from float32 products of
-     * operands exact in float32 */
+     * operands exact in float32 (tuning comb_f32=0: the generic epilogue) */
     scanfuse_dtype odt = ob > 0 ? f->values[k->ops[oY].value].dtype : SCANFUSE_FLOAT64;
     int32_t yv = f->nodes[c->sum].out[0], zv = ob > 0 ? k->ops[oY].value : -1;
     const sf_node *zn = zv >= 0 ? producer(f, zv) : NULL;

@@ -102,6 +102,8 @@ static void drv_load(void) {
         sf_msg(drv_msg, sizeof drv_msg, "CUDA driver too old: %s not found in libcuda", missing);
         return;
     }
+    if (!bind_sym(lib, "cuLaunchKernelEx", &drv.cuLaunchKernelEx, sizeof drv.cuLaunchKernelEx))
+        drv.cuLaunchKernelEx = NULL; /* optional */
     sf_CUresult r = drv.cuInit(0);
     if (r != 0) {
         char m[SF_ERR_LEN];

@@ -2,20 +2,25 @@
  * cuda_small.c — small segments on the GPU: a SMALL segment (segment.c: index and sort
  * ops with their neighbours, every result small enough to stay in cache; the MoE
  * routing from topk to the inverse permutation) whose data fits one multiprocessor runs
- * as ONE kernel of ONE block of SF_SMALL_THREADS threads instead of one or more launches
- * per node.  At Llama sizes the routing is ~15 kernels of a few µs each for a few KB of
- * data each; one block does all of it in about the time of two launches.
+ * as ONE kernel of SF_SMALL_THREADS-thread blocks instead of one or more launches per
+ * node.  At Llama sizes the routing is ~15 kernels of a few µs each for a few KB of data
+ * each; the small kernel does all of it in about the time of two launches.
  *
  * How: the segment's nodes are first generated exactly as a segment run node by node has
  * them (sf_cg_emit_node: the same templates, so the same numerics, bit for bit); those
  * kernels stay in the source (a check kernel's report launch, after a failure, and the
  * loader need them) and are never launched on their own.  Each one this kernel runs is
- * copied as a __device__ function ("k<i>_d"); the SMALL kernel then calls them in node
- * order with a __syncthreads() between phases, each with its own sf_args rebuilt from the
- * kernel's one parameter (SfP_k<i>: for every sub-kernel, the address and the strides of
- * each operand, flags, aux[0..2], its error slot and its scratch, packed by the launcher
- * in the order sf_cuda_small_words counts; at most 4 KB, the classic parameter limit).
- * Intermediates live in the arena as in a node-by-node run (they stay in L1/L2).
+ * copied as a __device__ function ("k<i>_d"); the SMALL kernel then calls them as
+ * phases, each with its own sf_args rebuilt from the kernel's one parameter (SfP_k<i>:
+ * for every sub-kernel, the address and the strides of each operand, flags, aux[0..2],
+ * its error slot and its scratch, packed by the launcher in the order
+ * sf_cuda_small_words counts; at most 4 KB, the classic parameter limit; the block
+ * copies the words to shared memory first).  Phases are ordered by the memory they
+ * share: a phase runs one level after the last earlier phase that writes what it reads
+ * or writes, or reads what it writes (a __syncthreads() a level), and phases that share
+ * no memory even through others run in different blocks (the components; the Llama
+ * routing's score, count and sort chains: 3 blocks).  Intermediates live in the arena as
+ * in a node-by-node run (they stay in L1/L2).
  *
  * Which kernels can be called from one block: element-wise kernels and check kernels
  * (grid-stride loops written for 256-thread blocks: in the copy, gridDim.x reads
@@ -51,11 +56,14 @@
  * block busy for longer than the node-by-node kernels take on the whole GPU.
  *
  * Errors: a check phase (the node's check kernel, copied) raises that check kernel's error
- * slot exactly as its launch would; after every fallible phase the block reads the slot
- * and, when set, stops (uniformly: every thread reads it after the barrier), so the first
- * failing node in node order is the one reported, with the reference's message: the
- * launcher finds the slot and makes the check kernel's report launch (cuda_backend.c's
- * run_error).  Every phase clamps its indices, so nothing is out of bounds either way.
+ * slot exactly as its launch would; after every level with a fallible phase the block
+ * reads the slots and, when one is set, stops (uniformly: every thread reads it after the
+ * barrier); fallible phases keep their node order across levels, and the launcher
+ * reports the first raised slot in node order (cuda_backend.c's run_error, with the
+ * check kernel's report launch), so the first failing node is the one reported, with the
+ * reference's message, also when blocks raise slots at once.  The outputs of a program
+ * that can fail are staged, and every phase clamps its indices, so a phase that runs
+ * beside a failing one exposes nothing and reads nothing out of bounds.
  *
  * Views: the launcher materializes a segment's setup nodes before its kernel runs, and a
  * reshape of a non-contiguous value would be a copy of a value this kernel has not
@@ -829,7 +837,8 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     if (bins > 0) sf_buf_printf(g->src, "__shared__ int s_bins[%d];\n", bins);
     /* The parameter words in shared memory, all loaded at once: read where a phase needs
      * them, each was a constant-bank miss on the phase's critical path (a phase that
-     * only stores zeros took 0.7 µs, NOTES session 6). */
+     * only stores zeros took 0.7 µs, NOTES session 6).  Tuning small_pw=0: from the
+     * parameter. */
     int nw = w > 0 ? w : 1;
     if (sf_cg_tune("small_pw", 1) != 0)
         sf_buf_printf(g->src,

@@ -999,6 +999,20 @@ static void build_coverage(void) {
         finish(p);
         p->tune = "col_block=1";
     }
+    {
+        prog *p = newprog(); /* programmatic dependent launch (pdl=1): every kernel waits for
+                                the ones before it (a look-back scan, a reduction, a small
+                                segment's kernels) */
+        P(p, "input a: int32[300000]\ninput b: float32[64, 8]\n"
+             "x = cumsum(a, dim=0)\nm = max(x)\nv, i = topk(b, 2, dim=1)\n"
+             "c = bincount(reshape(i, [128]), minlength=8)\no = cumsum(c, dim=0)\n");
+        out(p, "x", T_EXACT);
+        out(p, "m", T_EXACT);
+        out(p, "i", T_EXACT);
+        out(p, "o", T_EXACT);
+        finish(p);
+        p->tune = "pdl=1";
+    }
     /* reductions: every kernel shape, per state type */
     const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
     for (int i = 0; i < 3; i++) {
