@@ -399,6 +399,7 @@ typedef struct small_phase {
     sf_op op;      /* for the profile marks */
     int32_t rd[2 * SF_CUDA_MAXOPS], wr[2 * SF_CUDA_MAXOPS + 1];
     int nrd, nwr;
+    bool all;      /* more operands than the sets hold: treated as touching everything */
     int level;
     int comp;      /* its component: phases that share memory, transitively */
     bool grid_tpl; /* calls sf_warp_scan, which strides by the real grid: block 0 only */
@@ -418,16 +419,18 @@ static int32_t mem_root(const scanfuse_fusion *f, int32_t v) {
     }
 }
 
+/* Adds memory r to phase h's write (or read) set. */
+static void phase_touch(small_phase *h, int32_t r, bool write) {
+    int32_t *set = write ? h->wr : h->rd;
+    int *n = write ? &h->nwr : &h->nrd;
+    int cap = write ? (int)(sizeof h->wr / sizeof h->wr[0]) : (int)(sizeof h->rd / sizeof h->rd[0]);
+    if (*n < cap) set[(*n)++] = r;
+    else h->all = true;
+}
+
 /* Adds kernel k's operands to phase h's read and write sets. */
 static void phase_operands(const scanfuse_fusion *f, small_phase *h, const sf_cuda_kernel *k) {
-    for (int op = 0; op < k->nops; op++) {
-        int32_t r = mem_root(f, k->ops[op].value);
-        if (k->ops[op].out) {
-            if (h->nwr < (int)(sizeof h->wr / sizeof h->wr[0])) h->wr[h->nwr++] = r;
-        } else if (h->nrd < (int)(sizeof h->rd / sizeof h->rd[0])) {
-            h->rd[h->nrd++] = r;
-        }
-    }
+    for (int op = 0; op < k->nops; op++) phase_touch(h, mem_root(f, k->ops[op].value), k->ops[op].out);
 }
 
 static bool in_set(const int32_t *set, int n, int32_t v) {
@@ -440,6 +443,7 @@ static bool in_set(const int32_t *set, int n, int32_t v) {
  * the other reads or writes (a read of memory neither writes needs no order).  The
  * shared memory of the counting sort counts as memory (SMEM_ROOT). */
 static bool phases_conflict(const small_phase *a, const small_phase *b) {
+    if (a->all || b->all) return true;
     for (int i = 0; i < a->nwr; i++)
         if (in_set(b->rd, b->nrd, a->wr[i]) || in_set(b->wr, b->nwr, a->wr[i])) return true;
     for (int i = 0; i < b->nwr; i++)
@@ -680,7 +684,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 else if (sn[j].kind == PH_COUNT) {
                     int need = (SF_SMALL_THREADS / 32 + 1) * sn[j].R;
                     if (need > shared) shared = need;
-                    h->wr[h->nwr++] = SMEM_ROOT;
+                    phase_touch(h, SMEM_ROOT, true);
                     /* rows of at most 4096 keys in one pass (tuning count_1p=0: never) */
                     int ipl = (int)((len + SF_SMALL_THREADS - 1) / SF_SMALL_THREADS);
                     if (ipl >= 1 && ipl <= 4 && sf_cg_tune("count_1p", 1) != 0)
@@ -703,7 +707,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 int ox = k->ops[0].out ? 1 : 0, oy = 1 - ox;
                 int64_t C = nd->a.count;
                 if (C > bins) bins = (int)C;
-                h->wr[h->nwr++] = SMEM_BINS_ROOT;
+                phase_touch(h, SMEM_BINS_ROOT, true);
                 sf_buf_printf(t,
                               "for (int b = threadIdx.x; b < %lld; b += blockDim.x) s_bins[b] = 0;\n"
                               "__syncthreads();\n"
