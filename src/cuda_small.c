@@ -739,9 +739,10 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     /* Levels: a phase runs one level after the last earlier phase it conflicts with (as
      * early as its data allows), fallible phases in node order among themselves (so the
      * first error in node order is still the one reported: the block stops after a
-     * level with a raised slot); one barrier a level.  The Llama routing's 12 phases
-     * (0.6-0.9 µs each: a barrier and an L2 round trip, NOTES) take 6 levels.  Tuning
-     * small_level=0: one phase a level, as in node order. */
+     * level with a raised slot); one barrier a level.  The Llama routing's 12 phases take
+     * 5 levels; that saved ~1 µs, not the barriers' share predicted: a phase's time is
+     * mostly its own chain of dependent loads (NOTES, session 6).  Tuning small_level=0:
+     * one phase a level, as in node order. */
     int levels = sf_cg_tune("small_level", 1) != 0;
     int nlev = 0, fail_level = 0;
     for (int i = 0; i < nph; i++) {
@@ -788,7 +789,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         if (!split || ph[i].grid_tpl) blk_of[comp_find(parent, i)] = 0;
     for (int i = 0; i < nph; i++) {
         int r = comp_find(parent, i);
-        if (blk_of[r] < 0) blk_of[r] = (nblk == 1 && !split) ? 0 : nblk++;
+        if (blk_of[r] < 0) blk_of[r] = nblk++;
         ph[i].comp = blk_of[r];
     }
     /* a split with nothing in block 0: renumber from 0 */
