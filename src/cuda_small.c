@@ -186,8 +186,12 @@ static const char *const small_prelude[] = {
     "// rank in its warp (earlier rounds through the warp's running counts, then earlier",
     "// lanes of its round): the stable order, the same slots as sf_count_sort_row.",
     "// sh: (32 + 1) * R ints (per-warp counts, then bucket starts).",
-    "template <class So, bool DESC, int R, int IPL>",
-    "__device__ __forceinline__ void sf_count_sort_1p(const sf_args& a, i64 rows, i64 len, i64 range, int* sh) {",
+    "// INV (the sort's result read only as an argsort's input, small_inv=1): the inverse",
+    "// permutation written here too, y2[t] = slot of position t (So2's scatter, as",
+    "// sf_perm_inverse writes it), so its phase goes.",
+    "template <class So, bool DESC, int R, int IPL, bool INV = false, class So2 = So, bool DESC2 = false>",
+    "__device__ __forceinline__ void sf_count_sort_1p(const sf_args& a, i64 rows, i64 len, i64 range, int* sh,",
+    "                                                 const sf_args* a2 = nullptr) {",
     "    constexpr int NW = 32, TPB = 1024 / R, WPT = NW / TPB; // threads a bucket, warps a thread",
     "    int* s_cnt = sh;            // [NW][R]: counts, then exclusive prefixes over warps",
     "    int* s_start = sh + NW * R; // [R]: bucket totals, then starts",
@@ -247,7 +251,14 @@ static const char *const small_prelude[] = {
     "                sf_skey it;",
     "                it.pos = (i64)w * 32 * IPL + i * 32 + lane;",
     "                it.k = 0ull;",
-    "                So::out(a, r, s_start[kb[i]] + s_cnt[w * R + kb[i]] + rk[i], it);",
+    "                const i64 slot = s_start[kb[i]] + s_cnt[w * R + kb[i]] + rk[i];",
+    "                So::out(a, r, slot, it);",
+    "                if (INV) {",
+    "                    sf_skey iv;",
+    "                    iv.pos = slot;",
+    "                    iv.k = 0ull;",
+    "                    So2::out(*a2, r, DESC2 ? len - 1 - it.pos : it.pos, iv);",
+    "                }",
     "            }",
     "        __syncthreads();",
     "    }",
@@ -386,6 +397,8 @@ typedef struct small_node {
     int items, grp; /* PH_TOPK */
     int R;          /* PH_COUNT */
     int64_t range;  /* PH_COUNT */
+    int inv;        /* PH_COUNT: the PH_PERM node (index in the list) it writes too, or -1 */
+    bool folded;    /* PH_PERM written by its input's counting sort */
 } small_node;
 
 static const int small_dims[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -522,17 +535,21 @@ static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i
 }
 
 /* The local sf_args of sub-kernel k from the parameter words from *w on (advanced). */
-static void emit_args(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel *k, int *w) {
-    sf_buf_puts(b, "sf_args a = {};\n");
+static void emit_args_as(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel *k, int *w, const char *a) {
+    sf_buf_printf(b, "sf_args %s = {};\n", a);
     for (int op = 0; op < k->nops; op++) {
-        sf_buf_printf(b, "a.ptr[%d] = PW[%d];\n", op, (*w)++);
+        sf_buf_printf(b, "%s.ptr[%d] = PW[%d];\n", a, op, (*w)++);
         int nd = sf_cuda_small_nd(f, k, op);
-        for (int d = 0; d < nd; d++) sf_buf_printf(b, "a.st[%d][%d] = (i64)PW[%d];\n", op, d, (*w)++);
+        for (int d = 0; d < nd; d++) sf_buf_printf(b, "%s.st[%d][%d] = (i64)PW[%d];\n", a, op, d, (*w)++);
     }
-    sf_buf_printf(b, "a.flags = (i64)PW[%d];\n", (*w)++);
-    for (int j = 0; j < 3; j++) sf_buf_printf(b, "a.aux[%d] = (i64)PW[%d];\n", j, (*w)++);
-    sf_buf_printf(b, "a.err = PW[%d];\n", (*w)++);
-    sf_buf_printf(b, "a.scratch = PW[%d];\n", (*w)++);
+    sf_buf_printf(b, "%s.flags = (i64)PW[%d];\n", a, (*w)++);
+    for (int j = 0; j < 3; j++) sf_buf_printf(b, "%s.aux[%d] = (i64)PW[%d];\n", a, j, (*w)++);
+    sf_buf_printf(b, "%s.err = PW[%d];\n", a, (*w)++);
+    sf_buf_printf(b, "%s.scratch = PW[%d];\n", a, (*w)++);
+}
+
+static void emit_args(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel *k, int *w) {
+    emit_args_as(b, f, k, w, "a");
 }
 
 scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
@@ -602,6 +619,7 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         bool sort = nd->op == SF_OP_topk || nd->op == SF_OP_argsort;
         sn[j].kind = PH_COPIES;
         sn[j].sort_k = -1;
+        sn[j].inv = -1;
         for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk && ok; q++) {
             const sf_cuda_kernel *k = &pl->k[q];
             if (sort && k->kind == SF_CUK_SORT) {
@@ -622,6 +640,25 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         if (ok && nd->op == SF_OP_bincount && nelem == 2 && nd->a.count <= SF_SMALL_BINS &&
             sf_cg_tune("small_bincount", 1) != 0)
             sn[j].kind = PH_BINCOUNT;
+    }
+    /* An inverse permutation (PH_PERM) of a one-pass counting sort's result in the list:
+     * the sort writes it too (sf_count_sort_1p's INV), and its own phase goes (tuning
+     * small_inv=1; an experiment, not yet run on a GPU: off by default). */
+    for (int j2 = 0; j2 < n && ok && sf_cg_tune("small_inv", 0) == 1; j2++) {
+        const sf_node *n2 = &f->nodes[nodes[j2]];
+        if (sn[j2].kind != PH_PERM) continue;
+        bool all_sort = true;
+        for (int q = sn[j2].k0; q < sn[j2].k0 + sn[j2].nk; q++)
+            all_sort = all_sort && pl->k[q].kind == SF_CUK_SORT && pl->k[q].err_slot < 0;
+        int p = f->values[n2->in[0]].producer;
+        for (int j1 = 0; j1 < j2 && all_sort; j1++) {
+            if (nodes[j1] != p || sn[j1].kind != PH_COUNT || sn[j1].inv >= 0) continue;
+            const sf_value *x = &f->values[f->nodes[p].in[0]];
+            int64_t len = x->ndim > 0 ? x->shape[x->ndim > 0 ? (int)f->nodes[p].a.dim : 0] : 1;
+            if (len < 1 || len > 4 * SF_SMALL_THREADS || sf_cg_tune("count_1p", 1) == 0) continue;
+            sn[j1].inv = j2;
+            sn[j2].folded = true;
+        }
     }
     pre = pre && ok && sn[0].kind == PH_TOPK && sn[0].nk == 1;
     int words = 0;
@@ -658,9 +695,10 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
             sf_buf args = {0};
             emit_args(&args, f, k, &w); /* in sub-kernel order: the launcher packs them so */
             bool bin = sn[j].kind == PH_BINCOUNT && k->kind == SF_CUK_ELEM;
-            if ((j == 0 && pre) || (k->kind == SF_CUK_SORT && q != sn[j].sort_k) ||
+            if ((j == 0 && pre) || (k->kind == SF_CUK_SORT && (q != sn[j].sort_k || sn[j].folded)) ||
                 (bin && k->nops == 1)) {
-                free(args.data); /* the pre-kernel's phase, a sort's other kernels, bincount's zeroing */
+                free(args.data); /* the pre-kernel's phase, a sort's other kernels or one its
+                                    input's sort writes, bincount's zeroing */
                 continue;
             }
             small_phase *h = &ph[nph++];
@@ -687,7 +725,18 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                     phase_touch(h, SMEM_ROOT, true);
                     /* rows of at most 4096 keys in one pass (tuning count_1p=0: never) */
                     int ipl = (int)((len + SF_SMALL_THREADS - 1) / SF_SMALL_THREADS);
-                    if (ipl >= 1 && ipl <= 4 && sf_cg_tune("count_1p", 1) != 0)
+                    if (sn[j].inv >= 0) { /* and the inverse permutation (small_inv=1) */
+                        const small_node *s2 = &sn[sn[j].inv];
+                        int w2 = 0;
+                        for (int r = nk0; r < s2->sort_k; r++) w2 += sf_cuda_small_words(f, &sub[r]);
+                        emit_args_as(t, f, &sub[s2->sort_k], &w2, "a2");
+                        for (int r = s2->k0; r < s2->k0 + s2->nk; r++) phase_operands(f, h, &sub[r]);
+                        sf_buf_printf(t,
+                                      "sf_count_sort_1p<So_k%d, %s, %d, %d, true, So_k%d, %s>(a, %lldll, %lldll, %lldll, s_sm, &a2);\n",
+                                      q, df, sn[j].R, ipl, s2->sort_k,
+                                      f->nodes[nodes[sn[j].inv]].a.descending ? "true" : "false", (long long)rows,
+                                      (long long)len, (long long)sn[j].range);
+                    } else if (ipl >= 1 && ipl <= 4 && sf_cg_tune("count_1p", 1) != 0)
                         sf_buf_printf(t, "sf_count_sort_1p<So_k%d, %s, %d, %d>(a, %lldll, %lldll, %lldll, s_sm);\n", q,
                                       df, sn[j].R, ipl, (long long)rows, (long long)len, (long long)sn[j].range);
                     else

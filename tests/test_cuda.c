@@ -828,6 +828,14 @@ static void build_programs(void) {
         rp->tol[1] = T_ULP1; /* sigmoid */
         rp->gen[0] = i == 2 ? G_DEFAULT : G_TIES;
     }
+    /* ... with the inverse permutation written by the counting sort (small_inv=1, both
+     * orders) */
+    for (int i = 1; i < 3; i++) {
+        prog *rp = prog_raw(route[i], T_EXACT);
+        rp->tol[1] = T_ULP1;
+        rp->gen[0] = i == 2 ? G_DEFAULT : G_TIES;
+        rp->tune = "small_inv=1";
+    }
     /* the one-pass counting sort of the small block (sf_count_sort_1p): several rows of
      * 3 keys a thread into 256 buckets, and 4 keys a thread descending */
     {
@@ -1012,6 +1020,18 @@ static void build_coverage(void) {
         out(p, "o", T_EXACT);
         finish(p);
         p->tune = "pdl=1";
+    }
+    {
+        prog *p = newprog(); /* a small kernel's counting sort writing the inverse
+                                permutation too (small_inv=1), descending */
+        P(p, "input x: int64[2, 1000]\nk = argsort(x, dim=1, range=50, stable=true)\n"
+             "y = argsort(k, dim=1, descending=true, stable=true)\n");
+        out(p, "k", T_EXACT);
+        out(p, "y", T_EXACT);
+        finish(p);
+        p->tune = "small_inv=1";
+        p->gen[0] = G_INDEX;
+        p->irange[0] = 50;
     }
     /* reductions: every kernel shape, per state type */
     const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
