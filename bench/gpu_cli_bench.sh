@@ -7,7 +7,7 @@
 # Nsight Compute on the 1-D float32 scan kernel (sections: speed of light, memory,
 # warp states, occupancy) into $OUT/ncu_scan.txt, and the duration of every kernel of
 # one run of each MoE example into $OUT/ncu_<example>.txt, and the small kernel's phase
-# times (tuning small_prof).  "moeprof": only the MoE part of that.  "tune": also times the 1-D scans under
+# times (tuning small_prof); PROF_DT=float16 profiles that dtype's scan instead.  "moeprof": only the MoE part of that.  "tune": also times the 1-D scans under
 # the SCANFUSE_CUDA_TUNE variants in TUNES and the column scans under those in COLTUNES
 # (rows "case@variant" in the JSON).
 #   bench/gpu_cli_bench.sh [profile] [tune]   (after bench/gpu_run.sh has built build-gpu;
@@ -54,7 +54,7 @@ case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
 case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
 case " $* " in *" tune "*) tunes=${TUNES:-"lb_done=1 row_pipe=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
-    scan prof_f32_2p26 float32 67108864 0
+    scan prof_f32_2p26 ${PROF_DT:-float32} 67108864 0 # PROF_DT: the profiled scan's dtype
     timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
         --launch-skip 2 --launch-count 1 \

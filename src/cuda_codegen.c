@@ -409,6 +409,31 @@ static void put_norm(sf_buf *b, scanfuse_dtype dt, const char *x) {
     else sf_buf_printf(b, "sf_w_%s(%s)", sf_cg_sfx(dt), x);
 }
 
+/* Narrow floats keep their raw element beside the value: rounding to one of them is a
+ * conversion instruction (a quarter of the rate of an add on sm_90), and a value that is
+ * rounded, widened back and then narrowed again by its store costs three where one does. */
+static bool keeps_raw(scanfuse_dtype dt) {
+    return dt == SCANFUSE_FLOAT16 || dt == SCANFUSE_BFLOAT16 || dt == SCANFUSE_FLOAT32;
+}
+
+/* Defines local v<id> from compute expression x, normalized to the value's dtype unless
+ * `normal` says x already holds one of its values.  A narrow float not yet normalized is
+ * rounded once into its raw element h<id> (done[v] = 2: sf_cg_store writes h<id>), and
+ * v<id> is that element widened; code that never reads v<id> loses the widening. */
+static void define_value(sf_cg_ectx *e, int32_t v, const char *x, bool normal) {
+    scanfuse_dtype dt = e->g->f->values[v].dtype;
+    if (!normal && keeps_raw(dt)) {
+        sf_buf_printf(e->b, "const %s h%d = sf_rw_%s(%s);\n", sf_cg_rawtype(dt), (int)v, sf_cg_sfx(dt), x);
+        sf_buf_printf(e->b, "const double v%d = sf_cv_%s(h%d);\n", (int)v, sf_cg_sfx(dt), (int)v);
+        e->done[v] = 2;
+        return;
+    }
+    sf_buf_printf(e->b, "const %s v%d = ", sf_cg_ctype(dt), (int)v);
+    if (normal) sf_buf_puts(e->b, x);
+    else put_norm(e->b, dt, x);
+    sf_buf_puts(e->b, ";\n");
+}
+
 /* The literal feeding input j of node n (a weak scalar folded into it), or NULL. */
 static const sf_num *literal_of(const sf_cg *g, const sf_node *n, int j) {
     int32_t v = n->in[j];
@@ -424,8 +449,8 @@ static void value_inline(sf_cg_ectx *e, int32_t v) {
     const sf_node *n = &f->nodes[fv->producer];
     scanfuse_dtype dt = fv->dtype;
     sf_buf *b = e->b;
-    sf_buf_printf(b, "const %s v%d = ", sf_cg_ctype(dt), (int)v);
     if (n->op == SF_OP_full || n->op == SF_OP_scalar) {
+        sf_buf_printf(b, "const %s v%d = ", sf_cg_ctype(dt), (int)v);
         if (n->op == SF_OP_scalar) sf_cg_lit_cdt(b, n->a.value, dt);
         else sf_cg_lit_put(b, n->a.value, dt);
         sf_buf_puts(b, ";\n");
@@ -461,7 +486,7 @@ static void value_inline(sf_cg_ectx *e, int32_t v) {
         emit_f64(&t, num_f(start));
         sf_buf_printf(&t, " + (double)(%s) * ", idx.data);
         emit_f64(&t, num_f(step));
-        put_norm(b, dt, t.data);
+        define_value(e, v, t.data, false);
         free(t.data);
     } else {
         int64_t s0 = start.kind == SF_NUM_FLOAT ? sf_f64_to_int(start.f, SCANFUSE_INT64) : start.i;
@@ -469,10 +494,9 @@ static void value_inline(sf_cg_ectx *e, int32_t v) {
         sf_buf t = {0};
         sf_buf_printf(&t, "(i64)((u64)%lldll + (u64)(%s) * (u64)%lldll)", (long long)s0, idx.data,
                       (long long)st);
-        put_norm(b, dt, t.data);
+        define_value(e, v, t.data, false);
         free(t.data);
     }
-    sf_buf_puts(b, ";\n");
     free(idx.data);
 }
 
@@ -525,11 +549,12 @@ static void value_pointwise(sf_cg_ectx *e, const sf_node *n, int32_t v) {
         SF_ASSERT(ok);
         edt = expr_dtype(n->op, cdt);
     }
+    /* float -> float: normalizing the expression to res is what converting it does
+     * (rounding twice to the same dtype rounds once) */
     sf_buf cv = {0};
-    sf_cg_conv(&cv, edt, res, expr.data ? expr.data : "0");
-    sf_buf_printf(e->b, "const %s v%d = ", sf_cg_ctype(res), (int)v);
-    put_norm(e->b, res, cv.data ? cv.data : "0");
-    sf_buf_puts(e->b, ";\n");
+    if (sf_dtype_is_float(edt) && sf_dtype_is_float(res)) sf_buf_puts(&cv, expr.data ? expr.data : "0");
+    else sf_cg_conv(&cv, edt, res, expr.data ? expr.data : "0");
+    define_value(e, v, cv.data ? cv.data : "0", false);
     for (int j = 0; j < SF_MAX_IN; j++) free(x[j].data);
     free(expr.data);
     free(cv.data);
@@ -742,7 +767,7 @@ void sf_cg_value(sf_cg_ectx *e, int32_t v) {
     scanfuse_dtype dt = fv->dtype;
     for (int j = 0; j < e->nanchor; j++)
         if (e->anchor_val[j] == v) {
-            sf_buf_printf(e->b, "const %s v%d = %s;\n", sf_cg_ctype(dt), (int)v, e->anchor_expr[j]);
+            define_value(e, v, e->anchor_expr[j], !e->anchor_round[j]);
             return;
         }
     int kind = e->g->pl->vkind[v];
@@ -794,8 +819,14 @@ void sf_cg_store(sf_cg_ectx *e, int32_t v) {
         return;
     }
     e->used_ops |= 1u << op;
-    if (e->vec) {
+    if (e->vec && e->done[v] == 2) {
+        sf_buf_printf(e->b, "w%d[kk] = h%d;\n", op, (int)v);
+    } else if (e->vec) {
         sf_buf_printf(e->b, "w%d[kk] = sf_rw_%s(v%d);\n", op, sf_cg_sfx(dt), (int)v);
+    } else if (e->done[v] == 2) {
+        sf_buf_printf(e->b, "((%s*)a.ptr[%d])[", sf_cg_rawtype(dt), op);
+        e->off(e, op, e->b);
+        sf_buf_printf(e->b, "] = h%d;\n", (int)v);
     } else {
         sf_buf_printf(e->b, "sf_st_%s(a.ptr[%d], ", sf_cg_sfx(dt), op);
         e->off(e, op, e->b);
@@ -961,7 +992,7 @@ static void body_create(sf_cg_ectx *e, void *arg) {
         return;
     }
     value_inline(e, v);
-    e->done[v] = 1;
+    if (!e->done[v]) e->done[v] = 1;
     sf_cg_store(e, v);
 }
 

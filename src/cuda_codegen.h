@@ -182,6 +182,7 @@ struct sf_cg_ectx {
     int nanchor;        /* values available from the anchor's state */
     int32_t anchor_val[2];
     const char *anchor_expr[2];
+    bool anchor_round[2]; /* anchor_expr is to be normalized to the value's dtype */
     bool overflow;      /* an operand did not fit (SF_CUDA_MAXOPS) */
     bool own;           /* a remapped context (the element of a gather's source or index,
                            or of a view's input): its coordinates are not the kernel's, so

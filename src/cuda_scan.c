@@ -170,17 +170,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     scan_ctx u = {dim};
     bool ok = true;
     sf_buf ldb = {0}, ldv = {0}, stb = {0}, stv = {0};
-    /* the anchor's results from the state */
-    sf_buf val = {0};
-    {
-        sf_buf t = {0};
-        sf_buf_puts(&t, sk->val);
-        if (dt == SCANFUSE_FLOAT64 || dt == SCANFUSE_INT64) sf_buf_puts(&val, t.data);
-        else if (dt == SCANFUSE_BOOL) sf_buf_printf(&val, "(i64)((%s) != 0)", t.data);
-        else if (sf_dtype_is_float(dt)) sf_buf_printf(&val, "sf_r_%s(%s)", sf_cg_sfx(dt), t.data);
-        else sf_buf_printf(&val, "sf_w_%s(%s)", sf_cg_sfx(dt), t.data);
-        free(t.data);
-    }
     uint32_t ld_ops = 0, st_ops = 0;
     for (int pass = 0; pass < 4; pass++) {
         /* 0: ld (element), 1: ld (vector), 2: st (element), 3: st (vector) */
@@ -210,7 +199,8 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         } else {
             e.nanchor = sk->index ? 2 : 1;
             e.anchor_val[0] = n->out[0];
-            e.anchor_expr[0] = val.data;
+            e.anchor_expr[0] = sk->val; /* the anchor's result from the state */
+            e.anchor_round[0] = true;
             if (sk->index) {
                 e.anchor_val[1] = n->out[1];
                 e.anchor_expr[1] = "s.i";
@@ -330,7 +320,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     free(ldv.data);
     free(stb.data);
     free(stv.data);
-    free(val.data);
     free(nodes);
     free(done);
     return ok;
@@ -678,10 +667,10 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
              * keeps the next rounding single), as an epilogue that reads it (a cast to
              * bfloat16: RN_bf16(RN_f32(exact))) must see it; a plain store rounds the same */
             if (n->op == SF_OP_mean)
-                sf_buf_printf(&val, "sf_r_%s(sf_dd_fin(sf_dd_divn(s, %.17g), %d))", sf_cg_sfx(dt),
-                              (double)nred, dt == SCANFUSE_FLOAT64);
+                sf_buf_printf(&val, "sf_dd_fin(sf_dd_divn(s, %.17g), %d)", (double)nred,
+                              dt == SCANFUSE_FLOAT64);
             else
-                sf_buf_printf(&val, "sf_r_%s(sf_dd_fin(s, %d))", sf_cg_sfx(dt), dt == SCANFUSE_FLOAT64);
+                sf_buf_printf(&val, "sf_dd_fin(s, %d)", dt == SCANFUSE_FLOAT64);
         } else {
             op = "OpSumI";
         }
@@ -697,12 +686,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         sf_buf_puts(&val, "s.i");
         break;
     }
-    if (!val.data) {
-        if (dt == SCANFUSE_FLOAT64 || dt == SCANFUSE_INT64) sf_buf_puts(&val, "s");
-        else if (dt == SCANFUSE_BOOL) sf_buf_puts(&val, "(i64)(s != 0)");
-        else if (sf_dtype_is_float(dt)) sf_buf_printf(&val, "sf_r_%s(s)", sf_cg_sfx(dt));
-        else sf_buf_printf(&val, "sf_w_%s(s)", sf_cg_sfx(dt));
-    }
+    if (!val.data) sf_buf_puts(&val, "s");
 
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_RED_THREAD, anchor);
     int ki = (int)(k - g->pl->k);
@@ -764,7 +748,8 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     e.done = done;
     e.nanchor = 1;
     e.anchor_val[0] = n->out[0];
-    e.anchor_expr[0] = val.data;
+    e.anchor_expr[0] = val.data; /* normalized to the result's dtype as it is defined */
+    e.anchor_round[0] = true;
     for (int i = 0; i < nn; i++) {
         const sf_node *m = &f->nodes[nodes[i]];
         if (pro[nodes[i]] || !sf_cg_stored(g, m->out[0])) continue;
