@@ -759,6 +759,13 @@ static void value_view(sf_cg_ectx *e, const sf_node *n, int32_t v) {
     sf_buf_puts(b, "}\n");
 }
 
+bool sf_cg_loaded(const sf_cg *g, int32_t v) {
+    int p = g->f->values[v].producer;
+    int kind = g->pl->vkind[v];
+    return !(p >= 0 && g->in_seg[p]) && !view_of_seg_gather(g, v) && kind != SF_CUV_INLINE &&
+           kind != SF_CUV_LITERAL && kind != SF_CUV_INTERNAL;
+}
+
 void sf_cg_value(sf_cg_ectx *e, int32_t v) {
     if (e->done[v]) return;
     e->done[v] = 1;

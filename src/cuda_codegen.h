@@ -218,6 +218,9 @@ int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, 
  * gather of a gather composes the indices instead of reading the inner result back).  Literals are handled by
  * their consumers.  Sets e->overflow when an operand does not fit. */
 void sf_cg_value(sf_cg_ectx *e, int32_t v);
+/* Does sf_cg_value read value v straight from its memory operand (a segment input or
+ * buffer, not computed in the kernel)? */
+bool sf_cg_loaded(const sf_cg *g, int32_t v);
 /* Emits the store of value v (already in v<v>) to its memory operand at the element. */
 void sf_cg_store(sf_cg_ectx *e, int32_t v);
 /* Does value v need memory written by the segment being emitted's fused kernel?  (Not

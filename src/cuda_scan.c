@@ -105,7 +105,46 @@ typedef struct scan_kind {
     const char *elem; /* the element from "x" (the converted input) and "p" */
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
+    scanfuse_dtype scaled; /* a float16/bfloat16 input summed as scaled doubles, or NONE */
 } scan_kind;
+
+/* Scaled sums (tuning scan_scale=1).  A float16 (bfloat16) element h, with its sign and
+ * its 15 other bits moved up into a double's top bits (the rest zero), is the double
+ * h * 2^-1008 (2^-896), subnormals included: the element's exponent field becomes the
+ * low bits of the double's.  So the scan's loads need no conversion instruction (a
+ * quarter of an add's rate on sm_90), only a shift and a mask; the state is the sum of
+ * the scaled elements and the result that sum times 2^1008 (2^896).  The bits are those
+ * of the plain double sums: a power-of-two scale commutes with every rounding of a sum
+ * whose result is normal in both scales, and below (|sum| < 2^-14, resp. 2^-126) every
+ * sum of these elements is exact in both (multiples of 2^-24, resp. 2^-133, with few
+ * bits).  Infinities and NaNs (exponent all ones) would turn into finite values: a
+ * vector holding one converts the usual way, then scales (inf and NaN scale to
+ * themselves), so the special values combine as in the plain sums. */
+static void scan_scaled(const sf_cg *g, const sf_node *n, scan_kind *sk) {
+    scanfuse_dtype xdt = g->f->values[n->in[0]].dtype, ydt = g->f->values[n->out[0]].dtype;
+    if (n->op != SF_OP_cumsum || (xdt != SCANFUSE_FLOAT16 && xdt != SCANFUSE_BFLOAT16)) return;
+    if (ydt != xdt && ydt != SCANFUSE_FLOAT32) return; /* the input converts exactly */
+    if (!sf_cg_loaded(g, n->in[0])) return;             /* no prologue */
+    sk->scaled = xdt;
+    sk->val = xdt == SCANFUSE_FLOAT16 ? "(s * 0x1p1008)" : "(s * 0x1p896)";
+}
+
+/* The fast path of ld_items for scaled sums: raw elements r<op>[N] -> v[N]. */
+static void emit_scaled_load(sf_buf *src, const scan_kind *sk, int op, bool rev) {
+    bool h = sk->scaled == SCANFUSE_FLOAT16;
+    const char *kk = rev ? "N - 1 - k" : "k";
+    /* (bits & exponent mask) + its lowest bit carries into bit 15 exactly when the
+     * exponent is all ones; two elements a 32-bit word (no carry crosses the halves) */
+    sf_buf_printf(src,
+                  "u32 sp = 0u;\n#pragma unroll\nfor (int k = 0; k + 1 < N; k += 2) sp |= (((u32)r%d[k] | ((u32)r%d[k + 1] << 16)) & %s) + %s;\n"
+                  "if (N & 1) sp |= ((u32)r%d[N - 1] & %s) + %s;\n",
+                  op, op, h ? "0x7c007c00u" : "0x7f807f80u", h ? "0x04000400u" : "0x00800080u", op,
+                  h ? "0x7c00u" : "0x7f80u", h ? "0x0400u" : "0x0080u");
+    sf_buf_printf(src,
+                  "if (sp & 0x80008000u) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = sf_cv_%s(r%d[%s]) * %s;\n"
+                  "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = sf_b2d((u64)((((u32)r%d[%s] & 0x8000u) << 16) | (((u32)r%d[%s] & 0x7fffu) << %d)) << 32);\n}\n",
+                  h ? "f16" : "bf16", op, kk, h ? "0x1p-1008" : "0x1p-896", op, kk, op, kk, h ? 10 : 13);
+}
 
 static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     bool fl = sf_dtype_is_float(dt);
@@ -195,6 +234,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             char name[24];
             snprintf(name, sizeof name, "v%d", (int)n->in[0]);
             sf_cg_conv(b, x->dtype, dt, name);
+            if (sk->scaled) sf_buf_puts(b, sk->scaled == SCANFUSE_FLOAT16 ? " * 0x1p-1008" : " * 0x1p-896");
             sf_buf_printf(b, ";\n");
         } else {
             e.nanchor = sk->index ? 2 : 1;
@@ -278,16 +318,20 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                                   "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n} else sf_vload(r%d, q%d);\n",
                                   raw, op, op, dim, op, raw, op, op, op, op);
             }
-            sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
-                          rev ? "N - 1 - k" : "k");
-            if (!isst) {
-                if (ldv.data) sf_buf_puts(src, ldv.data);
-                sf_buf_printf(src, "v[k] = %s;\n", sk->elem);
+            if (!isst && sk->scaled) {
+                emit_scaled_load(src, sk, __builtin_ctz(ld_ops), rev);
             } else {
-                sf_buf_puts(src, "const T& s = v[k];\n(void)s;\n");
-                if (stv.data) sf_buf_puts(src, stv.data);
+                sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
+                              rev ? "N - 1 - k" : "k");
+                if (!isst) {
+                    if (ldv.data) sf_buf_puts(src, ldv.data);
+                    sf_buf_printf(src, "v[k] = %s;\n", sk->elem);
+                } else {
+                    sf_buf_puts(src, "const T& s = v[k];\n(void)s;\n");
+                    if (stv.data) sf_buf_puts(src, stv.data);
+                }
+                sf_buf_puts(src, "}\n");
             }
-            sf_buf_puts(src, "}\n");
             for (int op = 0; op < k->nops; op++)
                 if ((ops >> op & 1u) && k->ops[op].out) sf_buf_printf(src, "sf_vstore(q%d, w%d);\n", op, op);
             if (!isst)
@@ -432,6 +476,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int64_t rows = numel / len;
     scan_kind sk;
     scan_kind_for(n, y->dtype, &sk);
+    if (sf_cg_tune("scan_scale", 0) == 1) scan_scaled(g, n, &sk);
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SCAN_WARP, anchor);
     int ki = (int)(k - g->pl->k);
     k->ndim = x->ndim;

@@ -1033,6 +1033,32 @@ static void build_coverage(void) {
         p->gen[0] = G_INDEX;
         p->irange[0] = 50;
     }
+    {
+        prog *p = newprog(); /* float16/bfloat16 sums as scaled doubles (scan_scale=1):
+                                look-back rows, tiles, columns, warp rows, reversed and
+                                exclusive, a float32 result; infinities, NaNs, subnormals */
+        P(p, "input a: float16[300000]\ninput b: bfloat16[3, 9000]\ninput c: bfloat16[1000, 7]\n"
+             "input d: float16[33, 100]\n"
+             "s0 = cumsum(a, dim=0)\ns1 = cumsum(a, dim=0, exclusive=true, reverse=true)\n"
+             "s2 = cumsum(b, dim=1, reverse=true)\ns3 = cumsum(c, dim=0)\ns4 = cumsum(d, dim=1)\n"
+             "s5 = cumsum(d, dim=1, dtype=float32)\ns6 = cumsum(b, dim=1, exclusive=true)\n");
+        static const char *const mags[] = {
+            "cumsum(abs(cast(a, float64)), dim=0)",
+            "cumsum(abs(cast(a, float64)), dim=0, exclusive=true, reverse=true)",
+            "cumsum(abs(cast(b, float64)), dim=1, reverse=true)", "cumsum(abs(cast(c, float64)), dim=0)",
+            "cumsum(abs(cast(d, float64)), dim=1)", "cumsum(abs(cast(d, float64)), dim=1)",
+            "cumsum(abs(cast(b, float64)), dim=1, exclusive=true)"};
+        for (int i = 0; i < 7; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "s%d", i);
+            out_mag(p, name, T_SUM, mags[i]);
+        }
+        finish(p);
+        p->tune = "scan_scale=1";
+        p->gen[0] = p->gen[1] = G_DEFAULT; /* the fast path across look-backs */
+        p->gen[2] = G_SPECIAL;
+        p->gen[3] = G_ROUND; /* subnormals, and past the largest finite float16 */
+    }
     /* reductions: every kernel shape, per state type */
     const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
     for (int i = 0; i < 3; i++) {
