@@ -514,10 +514,85 @@ static void input_expr(sf_cg_ectx *e, const sf_node *n, int j, scanfuse_dtype to
     sf_cg_conv(out, e->g->f->values[v].dtype, to, name);
 }
 
+/* ---- float evaluation ----
+ * Values of float16, bfloat16 and float32 are computed in double and rounded to their
+ * dtype; for the operations below float32 arithmetic gives the same bits at a fraction
+ * of the cost (a float64 conversion is 16 a clock an SM on sm_90, a float32 add 128):
+ * float32 add, subtract, multiply, divide and square root are correctly rounded (NVRTC's
+ * defaults: IEEE division and sqrt, no flush to zero; --fmad=false), and rounding a
+ * result first to float32 then to float16 or bfloat16 is rounding it once, as float32
+ * has at least 2p + 2 bits for their p (a fact of +, -, *, / and sqrt; no overflow
+ * differs: float16 results stay far inside float32's range, bfloat16 shares it).
+ * Negation, abs and casts between these dtypes are exact or round once.  Tuning
+ * f32eval=0 turns it off (the double path). */
+static bool f32able(scanfuse_dtype dt) {
+    return dt == SCANFUSE_FLOAT16 || dt == SCANFUSE_BFLOAT16 || dt == SCANFUSE_FLOAT32;
+}
+
+void sf_cg_float_form(sf_cg_ectx *e, int32_t w, sf_buf *out) {
+    scanfuse_dtype dt = e->g->f->values[w].dtype;
+    if (e->done[w] != 2) sf_buf_printf(out, "(float)v%d", (int)w); /* exact: v<w> holds a dt value */
+    else if (dt == SCANFUSE_FLOAT32) sf_buf_printf(out, "h%d", (int)w);
+    else sf_buf_printf(out, "sf_%s_f(h%d)", sf_cg_sfx(dt), (int)w);
+}
+
+static bool value_pointwise_f32(sf_cg_ectx *e, const sf_node *n, int32_t v, scanfuse_dtype cdt) {
+    const scanfuse_fusion *f = e->g->f;
+    scanfuse_dtype res = f->values[v].dtype;
+    const char *fmt;
+    switch (n->op) {
+    case SF_OP_add: fmt = "(%s + %s)"; break;
+    case SF_OP_sub: fmt = "(%s - %s)"; break;
+    case SF_OP_mul: fmt = "(%s * %s)"; break;
+    case SF_OP_div: fmt = "(%s / %s)"; break;
+    case SF_OP_neg: fmt = "(-%s)"; break;
+    case SF_OP_abs: fmt = "fabsf(%s)"; break;
+    case SF_OP_sqrt: fmt = "sqrtf(%s)"; break;
+    case SF_OP_cast: fmt = "%s"; cdt = f->values[n->in[0]].dtype; break;
+    default: return false;
+    }
+    if (sf_cg_tune("f32eval", 1) != 1 || !f32able(res) || !f32able(cdt)) return false;
+    if (n->op != SF_OP_cast && cdt != res) return false;
+    sf_buf x[2] = {{0}, {0}};
+    bool ok = true;
+    for (int j = 0; j < n->nin && j < 2 && ok; j++) {
+        const sf_num *lit = literal_of(e->g, n, j);
+        if (lit) { /* a literal of cdt's values: exact in float32 */
+            sf_buf_puts(&x[j], "(float)");
+            sf_cg_lit_cdt(&x[j], *lit, cdt);
+            continue;
+        }
+        int32_t w = n->in[j];
+        scanfuse_dtype wd = f->values[w].dtype;
+        /* the operand converts to cdt exactly (the same dtype, or float16/bfloat16 into
+         * float32); the other conversions round, and stay on the double path */
+        ok = wd == cdt || (f32able(wd) && wd != SCANFUSE_FLOAT32 && cdt == SCANFUSE_FLOAT32);
+        if (!ok) break;
+        sf_cg_value(e, w);
+        sf_cg_float_form(e, w, &x[j]);
+    }
+    if (ok) {
+        sf_buf expr = {0};
+        sf_buf_printf(&expr, fmt, x[0].data, n->nin > 1 && x[1].data ? x[1].data : "");
+        if (res == SCANFUSE_FLOAT32)
+            sf_buf_printf(e->b, "const float h%d = %s;\nconst double v%d = (double)h%d;\n", (int)v, expr.data,
+                          (int)v, (int)v);
+        else
+            sf_buf_printf(e->b, "const u16 h%d = sf_f32_%s(%s);\nconst double v%d = sf_cv_%s(h%d);\n", (int)v,
+                          sf_cg_sfx(res), expr.data, (int)v, sf_cg_sfx(res), (int)v);
+        e->done[v] = 2;
+        free(expr.data);
+    }
+    free(x[0].data);
+    free(x[1].data);
+    return ok;
+}
+
 static void value_pointwise(sf_cg_ectx *e, const sf_node *n, int32_t v) {
     const scanfuse_fusion *f = e->g->f;
     scanfuse_dtype res = f->values[v].dtype;
     scanfuse_dtype cdt = common_dtype(f, n);
+    if (value_pointwise_f32(e, n, v, cdt)) return;
     /* integer division by zero raises this kernel's slot; a literal divisor that is not 0
      * in the common dtype cannot (no slot: the outputs need no staging) */
     const sf_num *divisor = n->nin == 2 ? literal_of(e->g, n, 1) : NULL;
@@ -807,7 +882,18 @@ void sf_cg_value(sf_cg_ectx *e, int32_t v) {
         return;
     }
     if (!e->own) e->used_ops |= 1u << op;
-    if (e->vec) {
+    if (keeps_raw(dt)) { /* the raw element too (a store or float evaluation reads it) */
+        sf_buf_printf(e->b, "const %s h%d = ", sf_cg_rawtype(dt), (int)v);
+        if (e->vec) {
+            sf_buf_printf(e->b, "r%d[kk];\n", op);
+        } else {
+            sf_buf_printf(e->b, "((const %s*)a.ptr[%d])[", sf_cg_rawtype(dt), op);
+            e->off(e, op, e->b);
+            sf_buf_puts(e->b, "];\n");
+        }
+        sf_buf_printf(e->b, "const double v%d = sf_cv_%s(h%d);\n", (int)v, sf_cg_sfx(dt), (int)v);
+        e->done[v] = 2;
+    } else if (e->vec) {
         sf_buf_printf(e->b, "const %s v%d = sf_cv_%s(r%d[kk]);\n", sf_cg_ctype(dt), (int)v,
                       sf_cg_sfx(dt), op);
     } else {

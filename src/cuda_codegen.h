@@ -221,6 +221,9 @@ void sf_cg_value(sf_cg_ectx *e, int32_t v);
 /* Does sf_cg_value read value v straight from its memory operand (a segment input or
  * buffer, not computed in the kernel)? */
 bool sf_cg_loaded(const sf_cg *g, int32_t v);
+/* Appends the float32 form of value w (float16, bfloat16 or float32; already in v<w>):
+ * from its raw element h<w> where the context has one. */
+void sf_cg_float_form(sf_cg_ectx *e, int32_t w, sf_buf *out);
 /* Emits the store of value v (already in v<v>) to its memory operand at the element. */
 void sf_cg_store(sf_cg_ectx *e, int32_t v);
 /* Does value v need memory written by the segment being emitted's fused kernel?  (Not

@@ -105,36 +105,56 @@ typedef struct scan_kind {
     const char *elem; /* the element from "x" (the converted input) and "p" */
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
-    scanfuse_dtype scaled; /* a float16/bfloat16 input summed as scaled doubles, or NONE */
+    int scaled;           /* SC_*: the sum of scaled elements (scan_scaled) */
+    scanfuse_dtype raw16; /* SC_RAW16: the loaded input's dtype */
 } scan_kind;
 
-/* Scaled sums (tuning scan_scale=1).  A float16 (bfloat16) element h, with its sign and
- * its 15 other bits moved up into a double's top bits (the rest zero), is the double
- * h * 2^-1008 (2^-896), subnormals included: the element's exponent field becomes the
- * low bits of the double's.  So the scan's loads need no conversion instruction (a
- * quarter of an add's rate on sm_90), only a shift and a mask; the state is the sum of
- * the scaled elements and the result that sum times 2^1008 (2^896).  The bits are those
- * of the plain double sums: a power-of-two scale commutes with every rounding of a sum
- * whose result is normal in both scales, and below (|sum| < 2^-14, resp. 2^-126) every
- * sum of these elements is exact in both (multiples of 2^-24, resp. 2^-133, with few
- * bits).  Infinities and NaNs (exponent all ones) would turn into finite values: a
- * vector holding one converts the usual way, then scales (inf and NaN scale to
- * themselves), so the special values combine as in the plain sums. */
-static void scan_scaled(const sf_cg *g, const sf_node *n, scan_kind *sk) {
+enum { SC_NONE, SC_RAW16, SC_F32 };
+
+/* Scaled sums (tuning scan_scale=1).  A float32 element's bits, its sign in place and
+ * the other 31 moved down 3 into a double's (the rest zero), are the double x * 2^-896,
+ * subnormals included: the element's exponent field becomes the low bits of the
+ * double's.  A float16 (bfloat16) element's 15 bits moved up into a double's top bits
+ * are likewise h * 2^-1008 (2^-896).  So the scan's loads need no float64 conversion (a
+ * quarter of an add's rate on sm_90), only shifts and masks; the state is the sum of the
+ * scaled elements and the result that sum times 2^896 (2^1008).  The bits are those of
+ * the plain double sums: a power-of-two scale commutes with every rounding of a sum whose
+ * result is normal in both scales, and below (|sum| < 2^-126, resp. 2^-14) every sum of
+ * these elements is exact in both (multiples of 2^-149, 2^-24, 2^-133, with few bits).
+ * Infinities and NaNs (exponent all ones) would turn into finite values: a vector holding
+ * one converts the usual way and scales (inf and NaN scale to themselves), so the special
+ * values combine as in the plain sums. */
+static void scan_scaled(sf_cg *g, const sf_node *n, scan_kind *sk) {
     scanfuse_dtype xdt = g->f->values[n->in[0]].dtype, ydt = g->f->values[n->out[0]].dtype;
-    if (n->op != SF_OP_cumsum || (xdt != SCANFUSE_FLOAT16 && xdt != SCANFUSE_BFLOAT16)) return;
-    if (ydt != xdt && ydt != SCANFUSE_FLOAT32) return; /* the input converts exactly */
-    if (!sf_cg_loaded(g, n->in[0])) return;             /* no prologue */
-    sk->scaled = xdt;
-    sk->val = xdt == SCANFUSE_FLOAT16 ? "(s * 0x1p1008)" : "(s * 0x1p896)";
+    if (n->op != SF_OP_cumsum || strcmp(sk->op, "OpSumD") != 0) return;
+    /* the element is the input's value exactly */
+    bool exact = xdt == ydt || ((xdt == SCANFUSE_FLOAT16 || xdt == SCANFUSE_BFLOAT16) && ydt == SCANFUSE_FLOAT32);
+    if (!exact) return;
+    if ((xdt == SCANFUSE_FLOAT16 || xdt == SCANFUSE_BFLOAT16) && sf_cg_loaded(g, n->in[0])) {
+        sk->scaled = SC_RAW16; /* straight from the loaded bits */
+        sk->raw16 = xdt;
+        sk->val = xdt == SCANFUSE_FLOAT16 ? "(s * 0x1p1008)" : "(s * 0x1p896)";
+    } else {
+        sk->scaled = SC_F32; /* from the element's float32 form */
+        sk->val = "(s * 0x1p896)";
+    }
 }
 
-/* The fast path of ld_items for scaled sums: raw elements r<op>[N] -> v[N]. */
+/* The fast path of ld_items for scaled sums, from raw float16/bfloat16 elements
+ * r<op>[N] (SC_RAW16) or float32 forms fs[N] (SC_F32), to v[N]. */
 static void emit_scaled_load(sf_buf *src, const scan_kind *sk, int op, bool rev) {
-    bool h = sk->scaled == SCANFUSE_FLOAT16;
     const char *kk = rev ? "N - 1 - k" : "k";
-    /* (bits & exponent mask) + its lowest bit carries into bit 15 exactly when the
-     * exponent is all ones; two elements a 32-bit word (no carry crosses the halves) */
+    if (sk->scaled == SC_F32) {
+        /* (bits & exponent mask) + its lowest bit carries into bit 31 exactly when the
+         * exponent is all ones */
+        sf_buf_puts(src, "u32 sp = 0u;\n#pragma unroll\nfor (int k = 0; k < N; ++k) sp |= (__float_as_uint(fs[k]) & 0x7f800000u) + 0x00800000u;\n"
+                         "if (sp & 0x80000000u) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = (double)fs[k] * 0x1p-896;\n"
+                         "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst u32 u = __float_as_uint(fs[k]);\n"
+                         "v[k] = sf_b2d(((u64)((u & 0x80000000u) | ((u & 0x7fffffffu) >> 3)) << 32) | (u64)(u << 29));\n}\n}\n");
+        return;
+    }
+    bool h = sk->raw16 == SCANFUSE_FLOAT16;
+    /* two elements a 32-bit word (no carry crosses the halves) */
     sf_buf_printf(src,
                   "u32 sp = 0u;\n#pragma unroll\nfor (int k = 0; k + 1 < N; k += 2) sp |= (((u32)r%d[k] | ((u32)r%d[k + 1] << 16)) & %s) + %s;\n"
                   "if (N & 1) sp |= ((u32)r%d[N - 1] & %s) + %s;\n",
@@ -234,8 +254,13 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             char name[24];
             snprintf(name, sizeof name, "v%d", (int)n->in[0]);
             sf_cg_conv(b, x->dtype, dt, name);
-            if (sk->scaled) sf_buf_puts(b, sk->scaled == SCANFUSE_FLOAT16 ? " * 0x1p-1008" : " * 0x1p-896");
+            if (sk->scaled) sf_buf_puts(b, sk->raw16 == SCANFUSE_FLOAT16 ? " * 0x1p-1008" : " * 0x1p-896");
             sf_buf_printf(b, ";\n");
+            if (sk->scaled == SC_F32 && vec) { /* the element's float32 form for the vector path */
+                sf_buf_puts(b, "const float xf = ");
+                sf_cg_float_form(&e, n->in[0], b);
+                sf_buf_puts(b, ";\n");
+            }
         } else {
             e.nanchor = sk->index ? 2 : 1;
             e.anchor_val[0] = n->out[0];
@@ -318,8 +343,14 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                                   "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n} else sf_vload(r%d, q%d);\n",
                                   raw, op, op, dim, op, raw, op, op, op, op);
             }
-            if (!isst && sk->scaled) {
+            if (!isst && sk->scaled == SC_RAW16) {
                 emit_scaled_load(src, sk, __builtin_ctz(ld_ops), rev);
+            } else if (!isst && sk->scaled == SC_F32) {
+                sf_buf_printf(src, "float fs[N];\n#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
+                              rev ? "N - 1 - k" : "k");
+                if (ldv.data) sf_buf_puts(src, ldv.data);
+                sf_buf_puts(src, "fs[k] = xf;\n}\n");
+                emit_scaled_load(src, sk, 0, rev);
             } else {
                 sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                               rev ? "N - 1 - k" : "k");

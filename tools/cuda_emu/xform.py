@@ -12,6 +12,7 @@ s = s.replace('asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(h) : "d"(v));', 'h = sf_d_bf
 # the row combine's float32 conversions (a float32 value is exact as a double)
 s = s.replace('asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));', 'h = sf_d_bf16_sw((double)f);')
 s = s.replace('asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));', 'h = sf_d_f16_sw((double)f);')
+s = s.replace('asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));', 'f = (float)sf_f16_d_sw(h);')
 s = s.replace('asm("cvt.f32.f16 %%0, %%1;" : "=f"(r) : "h"(x));', 'r = (float)sf_f16_d_sw(x);')
 s = s.replace('asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x));', 'r = (float)sf_f16_d_sw(x);')
 s = re.sub(r'asm volatile\("ld\.[a-z]+\.gpu\.global\.u(32|64) %0, \[%1\];" : "=[rl]"\(v\) : "l"\(p\) : "memory"\);', 'v = *(volatile decltype(v)*)p;', s)
