@@ -558,8 +558,9 @@ static bool value_pointwise_f32(sf_cg_ectx *e, const sf_node *n, int32_t v, scan
     for (int j = 0; j < n->nin && j < 2 && ok; j++) {
         const sf_num *lit = literal_of(e->g, n, j);
         if (lit) { /* a literal of cdt's values: exact in float32 */
-            sf_buf_puts(&x[j], "(float)");
+            sf_buf_puts(&x[j], "((float)(");
             sf_cg_lit_cdt(&x[j], *lit, cdt);
+            sf_buf_puts(&x[j], "))");
             continue;
         }
         int32_t w = n->in[j];
