@@ -84,7 +84,7 @@ typedef struct sf_cuda_driver_api {
                                   unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                   sf_CUstream stream, void **params, void **extra);
     /* NULL when the driver lacks it (before CUDA 12): programmatic dependent launch
-     * (tuning pdl=1) is then not used */
+     * is then not used */
     sf_CUresult (*cuLaunchKernelEx)(const sf_CUlaunchConfig *config, sf_CUfunction fn, void **params,
                                     void **extra);
     sf_CUresult (*cuMemAlloc)(sf_CUdeviceptr *p, size_t bytes);

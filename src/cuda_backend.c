@@ -409,7 +409,7 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
         fill_args(r, k, copy_dst, report, &args);
     }
     sf_CUresult res;
-    if (s->pl->pdl && r->d->cuLaunchKernelEx) { /* programmatic dependent launch (pdl=1) */
+    if (s->pl->pdl && r->d->cuLaunchKernelEx) { /* programmatic dependent launch */
         sf_CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
         attr.id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

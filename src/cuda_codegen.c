@@ -529,7 +529,9 @@ static bool f32able(scanfuse_dtype dt) {
     return dt == SCANFUSE_FLOAT16 || dt == SCANFUSE_BFLOAT16 || dt == SCANFUSE_FLOAT32;
 }
 
-void sf_cg_float_form(sf_cg_ectx *e, int32_t w, sf_buf *out) {
+/* The float32 form of value w (f32able, already in v<w>): from its raw element h<w>
+ * where the context has one. */
+static void float_form(sf_cg_ectx *e, int32_t w, sf_buf *out) {
     scanfuse_dtype dt = e->g->f->values[w].dtype;
     if (e->done[w] != 2) sf_buf_printf(out, "(float)v%d", (int)w); /* exact: v<w> holds a dt value */
     else if (dt == SCANFUSE_FLOAT32) sf_buf_printf(out, "h%d", (int)w);
@@ -570,7 +572,7 @@ static bool value_pointwise_f32(sf_cg_ectx *e, const sf_node *n, int32_t v, scan
         ok = wd == cdt || (f32able(wd) && wd != SCANFUSE_FLOAT32 && cdt == SCANFUSE_FLOAT32);
         if (!ok) break;
         sf_cg_value(e, w);
-        sf_cg_float_form(e, w, &x[j]);
+        float_form(e, w, &x[j]);
     }
     if (ok) {
         sf_buf expr = {0};
@@ -833,13 +835,6 @@ static void value_view(sf_cg_ectx *e, const sf_node *n, int32_t v) {
     snprintf(dst, sizeof dst, "v%d", (int)v);
     eval_at(e, n->in[0], &uu, dst);
     sf_buf_puts(b, "}\n");
-}
-
-bool sf_cg_loaded(const sf_cg *g, int32_t v) {
-    int p = g->f->values[v].producer;
-    int kind = g->pl->vkind[v];
-    return !(p >= 0 && g->in_seg[p]) && !view_of_seg_gather(g, v) && kind != SF_CUV_INLINE &&
-           kind != SF_CUV_LITERAL && kind != SF_CUV_INTERNAL;
 }
 
 void sf_cg_value(sf_cg_ectx *e, int32_t v) {
@@ -1453,15 +1448,17 @@ static bool gather_fusable(const scanfuse_fusion *f, int s, const int *seg_of, c
     return true;
 }
 
-/* Programmatic dependent launch (tuning pdl=1, an experiment: not yet run on a GPU):
- * every kernel starts by waiting for the grids before it in the stream
- * (griddepcontrol.wait: they have completed and their writes are visible) and then lets
- * the next kernel launch (griddepcontrol.launch_dependents), so that the launcher's
- * cuLaunchKernelEx with programmatic stream serialization overlaps a kernel's launch with
- * the tail of the one before (the Llama example: 35.7 µs a call by events, 30.4 as a CUDA
- * graph, NOTES session 6).  The next kernel launches only once every block of this one
- * has started, so a look-back kernel's blocks are never kept from starting.  Returns a
- * new source, each kernel's body with the two instructions first (NULL: out of memory). */
+/* Programmatic dependent launch (on by default; tuning pdl=0 turns it off): every kernel
+ * starts by waiting for the grids before it in the stream (griddepcontrol.wait: they
+ * have completed and their writes are visible) and then lets the next kernel launch
+ * (griddepcontrol.launch_dependents), so that the launcher's cuLaunchKernelEx with
+ * programmatic stream serialization overlaps a kernel's launch with the tail of the one
+ * before: the Llama example 48.0 -> 42.5 µs a run, DeepSeek 342.7 -> 330.1 (`scanfuse
+ * bench`, H200, NOTES session 7).  The next kernel launches only once every block of
+ * this one has started, so a look-back kernel's blocks are never kept from starting.
+ * Without the launch attribute (an older driver) the instructions return at once.
+ * Returns a new source, each kernel's body with the two instructions first (NULL: out of
+ * memory). */
 static char *with_pdl(const char *src) {
     static const char entry[] = "extern \"C\" __global__";
     static const char wait[] = "\nasm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
@@ -1610,7 +1607,7 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     }
     pl->scratch_bytes = off;
     pl->source = sf_buf_take(&src);
-    if (pl->source && sf_cg_tune("pdl", 0) == 1) {
+    if (pl->source && sf_cg_tune("pdl", 1) == 1) {
         char *pdl = with_pdl(pl->source);
         free(pl->source);
         pl->source = pdl;

@@ -133,8 +133,8 @@ typedef struct sf_cuda_plan {
     int64_t scratch_bytes;  /* [error slots: 16 bytes each][kernels' parts] */
     int nerr;               /* error slots */
     bool may_fail;          /* some kernel can fail (division by zero, bad index) */
-    bool pdl;               /* kernels wait for their predecessors (tuning pdl=1): launch
-                               them with programmatic stream serialization */
+    bool pdl;               /* kernels wait for their predecessors (default; tuning pdl=0
+                               off): launch them with programmatic stream serialization */
     int8_t *vkind;          /* per value: SF_CUV_* */
     bool *direct_ok;        /* per value: its producer writes it whole (may go to the
                                caller's output directly) */
@@ -218,12 +218,6 @@ int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, 
  * gather of a gather composes the indices instead of reading the inner result back).  Literals are handled by
  * their consumers.  Sets e->overflow when an operand does not fit. */
 void sf_cg_value(sf_cg_ectx *e, int32_t v);
-/* Does sf_cg_value read value v straight from its memory operand (a segment input or
- * buffer, not computed in the kernel)? */
-bool sf_cg_loaded(const sf_cg *g, int32_t v);
-/* Appends the float32 form of value w (float16, bfloat16 or float32; already in v<w>):
- * from its raw element h<w> where the context has one. */
-void sf_cg_float_form(sf_cg_ectx *e, int32_t w, sf_buf *out);
 /* Emits the store of value v (already in v<v>) to its memory operand at the element. */
 void sf_cg_store(sf_cg_ectx *e, int32_t v);
 /* Does value v need memory written by the segment being emitted's fused kernel?  (Not

@@ -105,66 +105,7 @@ typedef struct scan_kind {
     const char *elem; /* the element from "x" (the converted input) and "p" */
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
-    int scaled;           /* SC_*: the sum of scaled elements (scan_scaled) */
-    scanfuse_dtype raw16; /* SC_RAW16: the loaded input's dtype */
 } scan_kind;
-
-enum { SC_NONE, SC_RAW16, SC_F32 };
-
-/* Scaled sums (tuning scan_scale=1).  A float32 element's bits, its sign in place and
- * the other 31 moved down 3 into a double's (the rest zero), are the double x * 2^-896,
- * subnormals included: the element's exponent field becomes the low bits of the
- * double's.  A float16 (bfloat16) element's 15 bits moved up into a double's top bits
- * are likewise h * 2^-1008 (2^-896).  So the scan's loads need no float64 conversion (a
- * quarter of an add's rate on sm_90), only shifts and masks; the state is the sum of the
- * scaled elements and the result that sum times 2^896 (2^1008).  The bits are those of
- * the plain double sums: a power-of-two scale commutes with every rounding of a sum whose
- * result is normal in both scales, and below (|sum| < 2^-126, resp. 2^-14) every sum of
- * these elements is exact in both (multiples of 2^-149, 2^-24, 2^-133, with few bits).
- * Infinities and NaNs (exponent all ones) would turn into finite values: a vector holding
- * one converts the usual way and scales (inf and NaN scale to themselves), so the special
- * values combine as in the plain sums. */
-static void scan_scaled(sf_cg *g, const sf_node *n, scan_kind *sk) {
-    scanfuse_dtype xdt = g->f->values[n->in[0]].dtype, ydt = g->f->values[n->out[0]].dtype;
-    if (n->op != SF_OP_cumsum || strcmp(sk->op, "OpSumD") != 0) return;
-    /* the element is the input's value exactly */
-    bool exact = xdt == ydt || ((xdt == SCANFUSE_FLOAT16 || xdt == SCANFUSE_BFLOAT16) && ydt == SCANFUSE_FLOAT32);
-    if (!exact) return;
-    if ((xdt == SCANFUSE_FLOAT16 || xdt == SCANFUSE_BFLOAT16) && sf_cg_loaded(g, n->in[0])) {
-        sk->scaled = SC_RAW16; /* straight from the loaded bits */
-        sk->raw16 = xdt;
-        sk->val = xdt == SCANFUSE_FLOAT16 ? "(s * 0x1p1008)" : "(s * 0x1p896)";
-    } else {
-        sk->scaled = SC_F32; /* from the element's float32 form */
-        sk->val = "(s * 0x1p896)";
-    }
-}
-
-/* The fast path of ld_items for scaled sums, from raw float16/bfloat16 elements
- * r<op>[N] (SC_RAW16) or float32 forms fs[N] (SC_F32), to v[N]. */
-static void emit_scaled_load(sf_buf *src, const scan_kind *sk, int op, bool rev) {
-    const char *kk = rev ? "N - 1 - k" : "k";
-    if (sk->scaled == SC_F32) {
-        /* (bits & exponent mask) + its lowest bit carries into bit 31 exactly when the
-         * exponent is all ones */
-        sf_buf_puts(src, "u32 sp = 0u;\n#pragma unroll\nfor (int k = 0; k < N; ++k) sp |= (__float_as_uint(fs[k]) & 0x7f800000u) + 0x00800000u;\n"
-                         "if (sp & 0x80000000u) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = (double)fs[k] * 0x1p-896;\n"
-                         "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst u32 u = __float_as_uint(fs[k]);\n"
-                         "v[k] = sf_b2d(((u64)((u & 0x80000000u) | ((u & 0x7fffffffu) >> 3)) << 32) | (u64)(u << 29));\n}\n}\n");
-        return;
-    }
-    bool h = sk->raw16 == SCANFUSE_FLOAT16;
-    /* two elements a 32-bit word (no carry crosses the halves) */
-    sf_buf_printf(src,
-                  "u32 sp = 0u;\n#pragma unroll\nfor (int k = 0; k + 1 < N; k += 2) sp |= (((u32)r%d[k] | ((u32)r%d[k + 1] << 16)) & %s) + %s;\n"
-                  "if (N & 1) sp |= ((u32)r%d[N - 1] & %s) + %s;\n",
-                  op, op, h ? "0x7c007c00u" : "0x7f807f80u", h ? "0x04000400u" : "0x00800080u", op,
-                  h ? "0x7c00u" : "0x7f80u", h ? "0x0400u" : "0x0080u");
-    sf_buf_printf(src,
-                  "if (sp & 0x80008000u) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = sf_cv_%s(r%d[%s]) * %s;\n"
-                  "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = sf_b2d((u64)((((u32)r%d[%s] & 0x8000u) << 16) | (((u32)r%d[%s] & 0x7fffu) << %d)) << 32);\n}\n",
-                  h ? "f16" : "bf16", op, kk, h ? "0x1p-1008" : "0x1p-896", op, kk, op, kk, h ? 10 : 13);
-}
 
 static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     bool fl = sf_dtype_is_float(dt);
@@ -254,13 +195,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             char name[24];
             snprintf(name, sizeof name, "v%d", (int)n->in[0]);
             sf_cg_conv(b, x->dtype, dt, name);
-            if (sk->scaled) sf_buf_puts(b, sk->raw16 == SCANFUSE_FLOAT16 ? " * 0x1p-1008" : " * 0x1p-896");
             sf_buf_printf(b, ";\n");
-            if (sk->scaled == SC_F32 && vec) { /* the element's float32 form for the vector path */
-                sf_buf_puts(b, "const float xf = ");
-                sf_cg_float_form(&e, n->in[0], b);
-                sf_buf_puts(b, ";\n");
-            }
         } else {
             e.nanchor = sk->index ? 2 : 1;
             e.anchor_val[0] = n->out[0];
@@ -343,26 +278,16 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                                   "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n} else sf_vload(r%d, q%d);\n",
                                   raw, op, op, dim, op, raw, op, op, op, op);
             }
-            if (!isst && sk->scaled == SC_RAW16) {
-                emit_scaled_load(src, sk, __builtin_ctz(ld_ops), rev);
-            } else if (!isst && sk->scaled == SC_F32) {
-                sf_buf_printf(src, "float fs[N];\n#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
-                              rev ? "N - 1 - k" : "k");
+            sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
+                          rev ? "N - 1 - k" : "k");
+            if (!isst) {
                 if (ldv.data) sf_buf_puts(src, ldv.data);
-                sf_buf_puts(src, "fs[k] = xf;\n}\n");
-                emit_scaled_load(src, sk, 0, rev);
+                sf_buf_printf(src, "v[k] = %s;\n", sk->elem);
             } else {
-                sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
-                              rev ? "N - 1 - k" : "k");
-                if (!isst) {
-                    if (ldv.data) sf_buf_puts(src, ldv.data);
-                    sf_buf_printf(src, "v[k] = %s;\n", sk->elem);
-                } else {
-                    sf_buf_puts(src, "const T& s = v[k];\n(void)s;\n");
-                    if (stv.data) sf_buf_puts(src, stv.data);
-                }
-                sf_buf_puts(src, "}\n");
+                sf_buf_puts(src, "const T& s = v[k];\n(void)s;\n");
+                if (stv.data) sf_buf_puts(src, stv.data);
             }
+            sf_buf_puts(src, "}\n");
             for (int op = 0; op < k->nops; op++)
                 if ((ops >> op & 1u) && k->ops[op].out) sf_buf_printf(src, "sf_vstore(q%d, w%d);\n", op, op);
             if (!isst)
@@ -507,7 +432,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int64_t rows = numel / len;
     scan_kind sk;
     scan_kind_for(n, y->dtype, &sk);
-    if (sf_cg_tune("scan_scale", 0) == 1) scan_scaled(g, n, &sk);
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SCAN_WARP, anchor);
     int ki = (int)(k - g->pl->k);
     k->ndim = x->ndim;
@@ -553,11 +477,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (gsz < 1) gsz = 1;
         if (g2 > 128) g2 = 128;
         if (g2 < 1) g2 = 1;
-        int64_t tile = 256 * (int64_t)items;
+        /* row_threads=512 (an experiment): tiles of twice the steps at the same registers
+         * a thread (a narrow dtype's tile is half a float32 one in bytes, and every tile
+         * pays one look-back) */
+        int threads = sf_cg_tune("row_threads", 256) == 512 ? 512 : 256;
+        int64_t tile = threads * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
-        k->block = 256;
+        k->block = threads;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
         if (lb) {
             int64_t ngr = rows * ceil_div(tpr, gsz), nsup = rows * ceil_div(tpr, (int64_t)gsz * g2);
@@ -586,7 +514,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */
-        if (lb && !keep && sf_cg_tune("row_pipe", 0) == 1 &&
+        if (lb && !keep && threads == 256 && sf_cg_tune("row_pipe", 0) == 1 &&
             2 * (int64_t)(items / vec) * 256 * sk.tsize <= 32768) {
             int64_t cap = (int64_t)sms * minb;
             k->grid = sf_cg_grid(ntiles < cap ? ntiles : cap);
@@ -598,9 +526,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, 256, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      minb, ki, io, io, items, vec, gsz, g2, lb ? "true" : "false",
+                      "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
+                      "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      threads, threads == 512 ? (minb + 1) / 2 : minb, ki, io, io, threads, items, vec, gsz, g2,
+                      lb ? "true" : "false",
                       excl ? "true" : "false", keep ? "true" : "false", esm ? ", true" : "",
                       (long long)rows, (long long)len, (long long)tpr);
     } else if (sf_cg_tune("col_block", 0) == 1 && len <= 65536) {

@@ -506,6 +506,10 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
     prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
+    /* blocks of 512 threads (row_threads=512), 64 items a thread (row_items=64) */
+    prog_scans(SCANFUSE_FLOAT16, S1(300000), 0, "row_threads=512", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_threads=512", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, "row_items=64", G_DEFAULT);
     /* reductions: every kernel shape */
     for (int i = 0; i < ndt; i++) {
         scanfuse_dtype dt = all[i];
@@ -1008,9 +1012,9 @@ static void build_coverage(void) {
         p->tune = "col_block=1";
     }
     {
-        prog *p = newprog(); /* programmatic dependent launch (pdl=1): every kernel waits for
-                                the ones before it (a look-back scan, a reduction, a small
-                                segment's kernels) */
+        prog *p = newprog(); /* without programmatic dependent launch (pdl=0, the
+                                fallback; on by default): a look-back scan, a reduction, a
+                                small segment's kernels */
         P(p, "input a: int32[300000]\ninput b: float32[64, 8]\n"
              "x = cumsum(a, dim=0)\nm = max(x)\nv, i = topk(b, 2, dim=1)\n"
              "c = bincount(reshape(i, [128]), minlength=8)\no = cumsum(c, dim=0)\n");
@@ -1019,7 +1023,7 @@ static void build_coverage(void) {
         out(p, "i", T_EXACT);
         out(p, "o", T_EXACT);
         finish(p);
-        p->tune = "pdl=1";
+        p->tune = "pdl=0";
     }
     {
         prog *p = newprog(); /* a small kernel's counting sort writing the inverse
@@ -1032,32 +1036,6 @@ static void build_coverage(void) {
         p->tune = "small_inv=1";
         p->gen[0] = G_INDEX;
         p->irange[0] = 50;
-    }
-    {
-        prog *p = newprog(); /* float16/bfloat16 sums as scaled doubles (scan_scale=1):
-                                look-back rows, tiles, columns, warp rows, reversed and
-                                exclusive, a float32 result; infinities, NaNs, subnormals */
-        P(p, "input a: float16[300000]\ninput b: bfloat16[3, 9000]\ninput c: bfloat16[1000, 7]\n"
-             "input d: float16[33, 100]\n"
-             "s0 = cumsum(a, dim=0)\ns1 = cumsum(a, dim=0, exclusive=true, reverse=true)\n"
-             "s2 = cumsum(b, dim=1, reverse=true)\ns3 = cumsum(c, dim=0)\ns4 = cumsum(d, dim=1)\n"
-             "s5 = cumsum(d, dim=1, dtype=float32)\ns6 = cumsum(b, dim=1, exclusive=true)\n");
-        static const char *const mags[] = {
-            "cumsum(abs(cast(a, float64)), dim=0)",
-            "cumsum(abs(cast(a, float64)), dim=0, exclusive=true, reverse=true)",
-            "cumsum(abs(cast(b, float64)), dim=1, reverse=true)", "cumsum(abs(cast(c, float64)), dim=0)",
-            "cumsum(abs(cast(d, float64)), dim=1)", "cumsum(abs(cast(d, float64)), dim=1)",
-            "cumsum(abs(cast(b, float64)), dim=1, exclusive=true)"};
-        for (int i = 0; i < 7; i++) {
-            char name[8];
-            snprintf(name, sizeof name, "s%d", i);
-            out_mag(p, name, T_SUM, mags[i]);
-        }
-        finish(p);
-        p->tune = "scan_scale=1";
-        p->gen[0] = p->gen[1] = G_DEFAULT; /* the fast path across look-backs */
-        p->gen[2] = G_SPECIAL;
-        p->gen[3] = G_ROUND; /* subnormals, and past the largest finite float16 */
     }
     /* reductions: every kernel shape, per state type */
     const scanfuse_dtype rdt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT16, SCANFUSE_BOOL};
