@@ -67,17 +67,23 @@ if [ $profile = 1 ] && command -v ncu >/dev/null; then
     echo "ncu source: exit $?"
     python3 bench/ncu_stalls.py "$OUT/ncu_src.csv" 2>&1 | head -40
 fi
+# NCU_KERNEL=EXAMPLE:KERNEL (e.g. moe_routing_deepseek:k20): that kernel's memory,
+# warp states, occupancy and source counters into $OUT/ncu_detail.txt
+if [ -n "${NCU_KERNEL:-}" ] && command -v ncu >/dev/null; then
+  timeout 150 ncu --clock-control none --kernel-name "${NCU_KERNEL#*:}" --launch-count 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+      --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats \
+      "$S" run "examples/${NCU_KERNEL%%:*}.sf" --device cuda > "$OUT/ncu_detail.txt" 2>&1
+  echo "ncu $NCU_KERNEL: exit $?"
+  grep -E "Duration|Throughput|Occupancy|Registers Per|Issue Slots|Warp Cycles Per|No Eligible|Active Warps|L1/TEX Hit|L2 Hit|Executed Ipc|Stall" "$OUT/ncu_detail.txt" | head -40
+  # the warp-stall samples per SASS instruction of that kernel
+  timeout 150 ncu --clock-control none --kernel-name "${NCU_KERNEL#*:}" --launch-count 1 --section SourceCounters \
+      --section WarpStateStats --page source --print-source sass --csv \
+      "$S" run "examples/${NCU_KERNEL%%:*}.sf" --device cuda > "$OUT/ncu_detail_src.csv" 2>&1
+  echo "ncu source: exit $?"
+  python3 bench/ncu_stalls.py "$OUT/ncu_detail_src.csv" 2>&1 | head -40
+fi
 if [ $moeprof = 1 ] && command -v ncu >/dev/null; then
-  # NCU_KERNEL=EXAMPLE:KERNEL (e.g. moe_routing_deepseek:k20): that kernel's memory,
-  # warp states, occupancy and source counters into $OUT/ncu_detail.txt
-  if [ -n "${NCU_KERNEL:-}" ]; then
-    timeout 150 ncu --clock-control none --kernel-name "${NCU_KERNEL#*:}" --launch-count 1 --section SpeedOfLight \
-        --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
-        --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats \
-        "$S" run "examples/${NCU_KERNEL%%:*}.sf" --device cuda > "$OUT/ncu_detail.txt" 2>&1
-    echo "ncu $NCU_KERNEL: exit $?"
-    grep -E "Duration|Throughput|Occupancy|Registers Per|Issue Slots|Warp Cycles Per|No Eligible|Active Warps|L1/TEX Hit|L2 Hit|Executed Ipc|Stall" "$OUT/ncu_detail.txt" | head -40
-  fi
   for ex in moe_routing moe_routing_deepseek; do
     timeout 120 ncu --clock-control none --section SpeedOfLight "$S" run examples/$ex.sf --device cuda > "$OUT/ncu_$ex.txt" 2>&1
     echo "ncu $ex: exit $?"

@@ -458,17 +458,19 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       ki, io, io, items, excl ? "true" : "false", (long long)rows, (long long)len);
     } else if (inner == 1) {
         k->kind = SF_CUK_SCAN_ROW;
-        /* rows longer than one tile of 16 items (the look-back path) take 32 items a
-         * thread: fewer, larger tiles measured 10-15 % faster on the H200 for float32,
-         * bfloat16, int64 and int32->int64 (bench/NOTES.md); single-tile rows keep 16,
-         * which fills the block for rows of 4096 */
+        /* Rows longer than one tile of 256 x 16 steps (the look-back path) take tiles of
+         * 64 KB of the widest operand: 512 threads of 8 strips of 16-byte accesses (64
+         * items of 2 bytes, 32 of 4, 16 of 8).  Every tile pays one look-back, so the
+         * tile's bytes, not its steps, set its cost: with the 256 x 32-step tiles of
+         * before, a bfloat16 1-D scan ran at 0.44 of copy and float32 at 0.65; with these
+         * 0.60 and 0.66 (H200, NOTES session 7).  More than 8 strips a thread spill (each
+         * keeps a state across the look-back).  Single-tile rows keep 256 x 16, which
+         * fills the block for rows of 4096. */
+        int v16 = 16 / widest(g->f, k, true);
         int items = sf_cg_tune("row_items", 0);
         if (items <= 0) {
-            items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 32 : 16;
-            /* at most 8 strips a thread (16-byte accesses of the widest operand): each
-             * strip keeps a state across the look-back, and more spill */
-            int v16 = 16 / widest(g->f, k, true);
-            if (items > 8 * v16) items = 8 * v16;
+            items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 8 * v16 : 16;
+            if (items > 64) items = 64;
         }
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
          * most G-1 + G2-1 aggregates in one round; one chain link per G*G2 tiles */
@@ -477,10 +479,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (gsz < 1) gsz = 1;
         if (g2 > 128) g2 = 128;
         if (g2 < 1) g2 = 1;
-        /* row_threads=512 (an experiment): tiles of twice the steps at the same registers
-         * a thread (a narrow dtype's tile is half a float32 one in bytes, and every tile
-         * pays one look-back) */
-        int threads = sf_cg_tune("row_threads", 256) == 512 ? 512 : 256;
+        /* rows that need a look-back even with 256 threads: 512 (the same registers a
+         * thread, 2 blocks an SM); row_threads=256 keeps 256 */
+        int threads = sk.tsize <= 8 && len > 256 * (int64_t)items && sf_cg_tune("row_keep", 0) != 1 ? 512 : 256;
+        threads = sf_cg_tune("row_threads", threads) == 256 ? 256 : threads;
         int64_t tile = threads * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;

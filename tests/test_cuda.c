@@ -478,7 +478,7 @@ static void build_programs(void) {
         int g = fl ? G_DEFAULT : G_FULL;
         prog_scans(dt, S1(7), 0, NULL, g);
         prog_scans(dt, S1(1000), 0, NULL, g);       /* warp row (ITEMS 32) */
-        prog_scans(dt, S1(5000), -1, NULL, g);      /* block rows with look-back */
+        prog_scans(dt, S1(40000), -1, NULL, g);     /* block rows with look-back */
         prog_scans(dt, S2(3, 33), 1, NULL, g);      /* warp rows */
         prog_scans(dt, S2(33, 3), 0, NULL, g);      /* column, look-back */
         prog_scans(dt, S2(300, 40), 0, NULL, g);    /* column, look-back, several groups */
@@ -491,12 +491,12 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 0, "row_keep=1", G_DEFAULT); /* tiles kept in registers */
-    /* two tiles in flight a block (row_pipe=1): one long row, many rows of many tiles with
+    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 0, "row_keep=1,row_items=32", G_DEFAULT); /* tiles kept in registers */
+    /* two tiles in flight a block (row_pipe=1, blocks of 256): one long row, many rows of many tiles with
      * prefix chains, float16 through its conversions */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_pipe=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_pipe=1,row_items=4,row_g=2,row_g2=3", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_pipe=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_pipe=1,row_threads=256", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_pipe=1,row_threads=256,row_items=4,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_pipe=1,row_threads=256", G_DEFAULT);
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
@@ -506,10 +506,11 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
     prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
-    /* blocks of 512 threads (row_threads=512), 64 items a thread (row_items=64) */
-    prog_scans(SCANFUSE_FLOAT16, S1(300000), 0, "row_threads=512", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_threads=512", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, "row_items=64", G_DEFAULT);
+    /* look-back rows in the tiles of before: 256 threads (row_threads=256), 32 items a
+     * thread (row_items=32) */
+    prog_scans(SCANFUSE_FLOAT16, S1(300000), 0, "row_threads=256", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_threads=256,row_items=32", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, "row_items=32", G_DEFAULT);
     /* reductions: every kernel shape */
     for (int i = 0; i < ndt; i++) {
         scanfuse_dtype dt = all[i];
@@ -959,7 +960,7 @@ static void build_coverage(void) {
     for (int i = 0; i < 5; i++) {
         scanfuse_dtype dt = sdt[i];
         prog *p = newprog();
-        P(p, "input a: %s[5000]\ninput b: %s[3, 33]\ninput c: %s[33, 3]\ninput d: %s[]\ninput e: %s[4, 3000]\ninput f: %s[2, 5, 3]\n",
+        P(p, "input a: %s[40000]\ninput b: %s[3, 33]\ninput c: %s[33, 3]\ninput d: %s[]\ninput e: %s[4, 3000]\ninput f: %s[2, 5, 3]\n",
           dn(dt), dn(dt), dn(dt), dn(dt), dn(dt), dn(dt));
         const char *in[] = {"a", "b", "c", "d", "e", "f"};
         const int dims[] = {0, 1, 0, 0, 1, 1};
