@@ -17,4 +17,7 @@ s = s.replace('asm("cvt.f32.f16 %%0, %%1;" : "=f"(r) : "h"(x));', 'r = (float)sf
 s = s.replace('asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x));', 'r = (float)sf_f16_d_sw(x);')
 s = re.sub(r'asm volatile\("ld\.[a-z]+\.gpu\.global\.u(32|64) %0, \[%1\];" : "=[rl]"\(v\) : "l"\(p\) : "memory"\);', 'v = *(volatile decltype(v)*)p;', s)
 s = re.sub(r'asm volatile\("st\.[a-z]+\.gpu\.global\.u(32|64) \[%0\], %1;" ::"l"\(p\), "[rl]"\(v\) : "memory"\);', '*(volatile decltype(v)*)p = v;', s)
+# programmatic dependent launch: one block at a time here, nothing to wait for
+s = s.replace('asm volatile("griddepcontrol.wait;" ::: "memory");', '')
+s = s.replace('asm volatile("griddepcontrol.launch_dependents;" ::: "memory");', '')
 print(s)
