@@ -12,8 +12,9 @@
  * the scanned one (row index = row-major order of those dims), a step t of the scan is
  * position t of the scanned dim (len-1-t for reverse scans).
  *  - inner dims all of size 1 and len <= 32*ITEMS: one warp per row;
- *  - inner dims all of size 1, longer rows: blocks of 256 threads over tiles of
- *    256*ITEMS steps, each warp reading its run of the tile as strips in which every
+ *  - inner dims all of size 1, longer rows: blocks of THREADS (256, or 512 where a row
+ *    needs a look-back) over tiles of THREADS*ITEMS steps (64 KB of the widest operand
+ *    for look-back rows), each warp reading its run of the tile as strips in which every
  *    lane holds V consecutive steps (one 16-byte access of the widest input); several
  *    tiles per row are chained by the deterministic two-level look-back (sf_lookback:
  *    tile aggregates within groups of row_g tiles, group aggregates within
@@ -37,8 +38,11 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0,row_pipe=0"
- * (row_items=0, col_l=0, col_g=0 and col_g2=0 choose from the shape).
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0,row_pipe=0"
+ * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
+ * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
+ * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
+ * double), comb_*, small_* and count_* (cuda_combine.c, cuda_small.c, cuda_index.c).
  */
 #include "cuda_codegen.h"
 
