@@ -258,6 +258,7 @@ typedef struct cuda_run {
     bool *written;     /* per output: holds its value */
     char *msg;
     size_t msglen;
+    int launches;      /* kernels launched so far in this run */
 } cuda_run;
 
 static bool view_contiguous(const sf_view *v) {
@@ -409,7 +410,11 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
         fill_args(r, k, copy_dst, report, &args);
     }
     sf_CUresult res;
-    if (s->pl->pdl && r->d->cuLaunchKernelEx) { /* programmatic dependent launch */
+    /* programmatic dependent launch, from the run's second kernel on: the first waits
+     * for the caller's work the usual way (a one-kernel run gains nothing from it, and
+     * back-to-back calls of [2048, 128] scans measured slower with it: NOTES session 7) */
+    bool pdl = s->pl->pdl && r->d->cuLaunchKernelEx && r->launches++ > 0;
+    if (pdl) {
         sf_CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
         attr.id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
