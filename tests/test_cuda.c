@@ -1181,7 +1181,9 @@ static void *gen_worker(void *arg) {
         j->next += j->stride;
         if (i >= 2 * j->n) break;
         const prog *p = &j->list[i / 2];
-        int fuse = i % 2 == 0;
+        /* a program's two forms alternate in item order, so that with two workers each
+         * takes fused and op-by-op forms alike (the op-by-op ones are fewer) */
+        int fuse = ((i % 2) ^ ((i / 2) % 2)) == 0;
         if (!wanted(p) || (!fuse && (p->no_unfused || !j->both))) continue;
         if ((p->tune != NULL) != j->tuned) continue; /* knobs: compiled on one thread */
         struct timespec c0, c1;
