@@ -411,8 +411,8 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     }
     sf_CUresult res;
     /* programmatic dependent launch, from the run's second kernel on: the first waits
-     * for the caller's work the usual way (a one-kernel run gains nothing from it, and
-     * back-to-back calls of [2048, 128] scans measured slower with it: NOTES session 7) */
+     * for the caller's work the usual way (there is no kernel of this run before it to
+     * overlap, and the caller's kernels never signal an early launch) */
     bool pdl = s->pl->pdl && r->d->cuLaunchKernelEx && r->launches++ > 0;
     if (pdl) {
         sf_CUlaunchAttribute attr;
