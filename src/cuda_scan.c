@@ -571,14 +571,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t nchunks = ceil_div(len, (int64_t)rg * l);
         int64_t ncb = ceil_div(ncols, w);
         int64_t ntiles = nchunks * ncb;
-        /* up to 16 chunks: one group (a tile folds every earlier aggregate of its
-         * columns in one round); up to 64: groups of 16 in one super-group (H200, against
-         * one group: [8192, 256] 0.51 -> 0.60 of copy, [2048, 128] 16.8 -> 14.4 µs a
-         * call, [4096, 4096] float32 0.515 -> 0.527, NOTES session 7); else groups of 32
-         * in super-groups of 32 */
+        /* up to 64 chunks: one group (a tile folds every earlier aggregate of its
+         * columns in one round); else groups of 32 in super-groups of 32.  (Measured
+         * faster on the H200 but not yet checked there: col_g=16,col_g2=4 for 17-64
+         * chunks, [8192, 256] 0.51 -> 0.60 of copy, [2048, 128] 16.8 -> 14.4 µs a call,
+         * NOTES session 7.) */
         int gsz = sf_cg_tune("col_g", 0), g2 = sf_cg_tune("col_g2", 0);
-        if (gsz <= 0) gsz = nchunks <= 16 ? (int)pow2_at_least(nchunks) : nchunks <= 64 ? 16 : 32;
-        if (g2 <= 0) g2 = nchunks <= 16 ? 1 : nchunks <= 64 ? 4 : 32;
+        if (gsz <= 0) gsz = nchunks <= 64 ? (int)pow2_at_least(nchunks) : 32;
+        if (g2 <= 0) g2 = nchunks <= 64 ? 1 : 32;
         if (gsz > 64) gsz = 64;
         if (g2 > 64) g2 = 64;
         if (gsz < 1) gsz = 1;
