@@ -385,6 +385,14 @@ static prog *prog_raw(const char *text, int tol_all) {
     return p;
 }
 
+/* An exact program whose first input holds indices in [0, range). */
+static prog *prog_index(const char *text, int64_t range) {
+    prog *p = prog_raw(text, T_EXACT);
+    p->gen[0] = G_INDEX;
+    p->irange[0] = range;
+    return p;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* The program list                                                                   */
 /* ---------------------------------------------------------------------------------- */
@@ -575,30 +583,18 @@ static void build_programs(void) {
         }
     }
     {
-        prog *p = prog_raw("input x0: int32[6, 7]\n"
-                           "o = one_hot(x0, 9)\nk = argsort(x0, dim=1, range=9)\noutput o, k\n",
-                           T_EXACT);
-        p->gen[0] = G_INDEX;
-        p->irange[0] = 9;
+        prog_index("input x0: int32[6, 7]\no = one_hot(x0, 9)\nk = argsort(x0, dim=1, range=9)\noutput o, k\n", 9);
         /* counting sorts (sf_count_sort): many chunks of 256, both orders, keys from topk */
-        p = prog_raw("input x0: int64[3, 5000]\ninput x1: float32[700, 40]\n"
-                     "a = argsort(x0, dim=1, range=100)\nd = argsort(x0, dim=1, range=100, descending=true)\n"
-                     "v, i = topk(x1, 2, dim=1)\nr = reshape(i, [1400])\ns = argsort(r)\n"
-                     "output a, d, s\n", T_EXACT);
-        p->gen[0] = G_INDEX;
-        p->irange[0] = 100;
+        prog_index("input x0: int64[3, 5000]\ninput x1: float32[700, 40]\n"
+                   "a = argsort(x0, dim=1, range=100)\nd = argsort(x0, dim=1, range=100, descending=true)\n"
+                   "v, i = topk(x1, 2, dim=1)\nr = reshape(i, [1400])\ns = argsort(r)\n"
+                   "output a, d, s\n", 100);
         /* (x0's rows above: 5 chunks of 1024 over blocks, sf_count_split_*) and buckets of
          * 1024 over 9 chunks, the last one partial */
-        p = prog_raw("input x0: int32[2, 9000]\na = argsort(x0, dim=1, range=700)\n"
-                     "d = argsort(x0, dim=1, range=700, descending=true)\noutput a, d\n", T_EXACT);
-        p->gen[0] = G_INDEX;
-        p->irange[0] = 700;
-        p = prog_raw("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", T_EXACT);
-        p->gen[0] = G_INDEX;
-        p->irange[0] = 17;
-        p = prog_raw("input x0: uint8[300000]\nb = bincount(x0, 256)\noutput b\n", T_EXACT);
-        p->gen[0] = G_INDEX;
-        p->irange[0] = 256;
+        prog_index("input x0: int32[2, 9000]\na = argsort(x0, dim=1, range=700)\n"
+                   "d = argsort(x0, dim=1, range=700, descending=true)\noutput a, d\n", 700);
+        prog_index("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", 17);
+        prog_index("input x0: uint8[300000]\nb = bincount(x0, 256)\noutput b\n", 256);
     }
     /* creation, shape ops, matmul */
     prog_raw("input x0: float32[3, 4]\n"
@@ -844,15 +840,11 @@ static void build_programs(void) {
     /* the one-pass counting sort of the small block (sf_count_sort_1p): several rows of
      * 3 keys a thread into 256 buckets, and 4 keys a thread descending */
     {
-        prog *cp = prog_raw("input x: int64[4, 3000]\nk = argsort(x, dim=1, range=200, stable=true)\n"
-                            "y = argsort(k, dim=1, stable=true)\nc = bincount(reshape(x, [12000]), minlength=200)\n"
-                            "output k, y, c\n", T_EXACT);
-        cp->gen[0] = G_INDEX;
-        cp->irange[0] = 200;
-        cp = prog_raw("input x: int32[2, 4096]\nk = argsort(x, dim=1, range=256, descending=true, stable=true)\n"
-                      "z = add(k, 1)\noutput k, z\n", T_EXACT);
-        cp->gen[0] = G_INDEX;
-        cp->irange[0] = 256;
+        prog_index("input x: int64[4, 3000]\nk = argsort(x, dim=1, range=200, stable=true)\n"
+                   "y = argsort(k, dim=1, stable=true)\nc = bincount(reshape(x, [12000]), minlength=200)\n"
+                   "output k, y, c\n", 200);
+        prog_index("input x: int32[2, 4096]\nk = argsort(x, dim=1, range=256, descending=true, stable=true)\n"
+                   "z = add(k, 1)\noutput k, z\n", 256);
     }
     /* a small segment with a float cumsum (rows of topk values) */
     prog_raw("input logits: float32[64, 8]\n"
@@ -871,13 +863,9 @@ static void build_programs(void) {
     p->gen[1] = G_INDEX;
     p->irange[1] = 60;
     p->expect = SCANFUSE_ERROR_VALUE;
-    p = prog_raw("input x0: int32[6, 7]\no = one_hot(x0, 4)\noutput o\n", T_EXACT);
-    p->gen[0] = G_INDEX;
-    p->irange[0] = 6;
+    p = prog_index("input x0: int32[6, 7]\no = one_hot(x0, 4)\noutput o\n", 6);
     p->expect = SCANFUSE_ERROR_VALUE;
-    p = prog_raw("input x0: int64[3, 9]\nk = argsort(x0, dim=1, range=5)\noutput k\n", T_EXACT);
-    p->gen[0] = G_INDEX;
-    p->irange[0] = 20;
+    p = prog_index("input x0: int64[3, 9]\nk = argsort(x0, dim=1, range=5)\noutput k\n", 20);
     p->expect = SCANFUSE_ERROR_VALUE;
     /* ... inside a small segment's one kernel: an id out of range (the check phase stops
      * the block; the check kernel's report launch names the value), then a division by
@@ -885,14 +873,10 @@ static void build_programs(void) {
     const char *small_err = "input ids: int64[40]\ninput d: int64[8]\n"
                             "c = bincount(ids, minlength=8)\no = cumsum(c, dim=0)\nr = remainder(o, d)\n"
                             "output c, o, r\n";
-    p = prog_raw(small_err, T_EXACT);
-    p->gen[0] = G_INDEX;
-    p->irange[0] = 40;
+    p = prog_index(small_err, 40);
     p->gen[1] = G_NONZERO;
     p->expect = SCANFUSE_ERROR_VALUE;
-    p = prog_raw(small_err, T_EXACT);
-    p->gen[0] = G_INDEX;
-    p->irange[0] = 8;
+    p = prog_index(small_err, 8);
     p->gen[1] = G_INDEX;
     p->irange[1] = 1; /* every divisor 0 */
     p->expect = SCANFUSE_ERROR_VALUE;
@@ -903,9 +887,7 @@ static void build_programs(void) {
                              "c = bincount(ids, minlength=8)\no = cumsum(c, dim=0)\nr = remainder(x, d)\n"
                              "s = cumsum(r, dim=0)\nk = argsort(ids, range=8, stable=true)\noutput o, s, k\n";
     for (int i = 0; i < 2; i++) {
-        p = prog_raw(small_err2, T_EXACT);
-        p->gen[0] = G_INDEX;
-        p->irange[0] = i == 0 ? 40 : 8;
+        p = prog_index(small_err2, i == 0 ? 40 : 8);
         p->gen[2] = G_INDEX;
         p->irange[2] = 1; /* every divisor 0 */
         p->expect = SCANFUSE_ERROR_VALUE;
