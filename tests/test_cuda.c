@@ -977,13 +977,13 @@ static void build_coverage(void) {
         p->tune = "row_g=2,row_g2=2,row_items=1,col_g=2,col_g2=2,col_l=1,lb_wait_ns=0";
     }
     {
-        prog *p = newprog(); /* two tiles in flight a block (row_pipe=1), prefix chains */
+        prog *p = newprog(); /* two tiles in flight a block (row_pipe=1, blocks of 256), prefix chains */
         P(p, "input a: float32[20001]\ninput b: int64[3, 7001]\n"
              "x = cumsum(a, dim=0, exclusive=true)\ny = cumsum(b, dim=1, reverse=true)\n");
         out(p, "x", T_EXACT);
         out(p, "y", T_EXACT);
         finish(p);
-        p->tune = "row_pipe=1,row_g=2,row_g2=2,row_items=4";
+        p->tune = "row_pipe=1,row_threads=256,row_g=2,row_g2=2,row_items=4";
     }
     {
         prog *p = newprog(); /* column scans in one block (col_block=1) */
