@@ -52,14 +52,20 @@ if [ -n "${WRITE_CASES:-}" ]; then
 fi
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
 case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
+[ -n "${SKIP_MOEPROF:-}" ] && moeprof=0 # SKIP_MOEPROF=1: profile the scan only
 case " $* " in *" tune "*) tunes=${TUNES:-"lb_done=1 row_pipe=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_f32_2p26 ${PROF_DT:-float32} 67108864 0 # PROF_DT: the profiled scan's dtype
-    timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    # PROF_TUNES="A B": also profile under those SCANFUSE_CUDA_TUNE variants (ncu_scan_<variant>.txt)
+    for pv in default ${PROF_TUNES_SCAN:-}; do
+      [ $pv = default ] && { pt=""; nf="$OUT/ncu_scan.txt"; } || { pt=$pv; nf="$OUT/ncu_scan_${pv//[=,]/_}.txt"; }
+      SCANFUSE_CUDA_TUNE=$pt timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct \
         --launch-skip 2 --launch-count 1 \
-        "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_scan.txt" 2>&1
-    echo "ncu: exit $?"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$OUT/ncu_scan.txt" | head -8
+        "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$nf" 2>&1
+      echo "ncu ${pt:-default}: exit $?"; grep -E "Duration|DRAM Throughput|L1/TEX Hit|L2 Hit|dram__bytes|hit_rate|Registers Per|Achieved Occupancy" "$nf" | head -12
+    done
     # warp-stall samples per SASS instruction of the same kernel: where the tiles wait
     timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats --launch-skip 2 --launch-count 1 \
         --page source --print-source sass --csv \

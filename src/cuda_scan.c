@@ -12,10 +12,11 @@
  * the scanned one (row index = row-major order of those dims), a step t of the scan is
  * position t of the scanned dim (len-1-t for reverse scans).
  *  - inner dims all of size 1 and len <= 32*ITEMS: one warp per row;
- *  - inner dims all of size 1, longer rows: blocks of THREADS (256, or 512 where a row
- *    needs a look-back) over tiles of THREADS*ITEMS steps (64 KB of the widest operand
- *    for look-back rows), each warp reading its run of the tile as strips in which every
- *    lane holds V consecutive steps (one 16-byte access of the widest input); several
+ *  - inner dims all of size 1, longer rows: blocks of 256 threads over tiles of
+ *    THREADS*ITEMS steps (32 KB of the widest operand for look-back rows, whose inputs
+ *    are staged in shared memory by cp.async; 512 threads, 64 KB, without staging), each
+ *    warp reading its run of the tile as strips in which every lane holds V consecutive
+ *    steps (one 16-byte access of the widest input); several
  *    tiles per row are chained by the deterministic two-level look-back (sf_lookback:
  *    tile aggregates within groups of row_g tiles, group aggregates within
  *    super-groups of row_g2 groups, one prefix chain link per super-group);
@@ -38,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0,row_pipe=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0,row_pipe=0,row_stage=1"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -299,6 +300,42 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             else
                 sf_buf_puts(src, "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) if (t0 + k < len) st(a, b, len, t0 + k, v[k]);\n}\n}\n");
         }
+        /* Staged loads (sf_row_scan's STAGE): the inputs of pass one's strips copied
+         * into the block's shared memory by cp.async, then read from there by both
+         * passes.  Input op i's part of a tile of ts steps starts at byte off_i * ts
+         * (off_i: the bytes a step of the inputs before it), step rel of the tile at
+         * rel * size_i within it.  A strip whose copy is not 4, 8 or 16 bytes, and
+         * broadcast inputs, are read from global memory as in ld_items. */
+        int sb = 0, soff[SF_CUDA_MAXOPS];
+        for (int op = 0; op < k->nops; op++) {
+            soff[op] = sb;
+            if ((ld_ops >> op & 1u) && !k->ops[op].out) sb += (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
+        }
+        sf_buf_printf(src, "static constexpr int SB = %d; /* staged bytes a step */\n", sb);
+        sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n");
+        sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
+        for (int op = 0; op < k->nops; op++) {
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) sf_cp_async<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                          raw, op, dim, raw, soff[op], raw, raw, op, op);
+        }
+        sf_buf_puts(src, "}\n");
+        sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
+        sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
+        for (int op = 0; op < k->nops; op++) {
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            sf_buf_printf(src,
+                          "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n"
+                          "} else if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
+                          "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                          raw, op, op, dim, op, raw, op, op, raw, op, raw, soff[op], raw, op, raw, op, op);
+        }
+        sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
+                      rev ? "N - 1 - k" : "k");
+        if (ldv.data) sf_buf_puts(src, ldv.data);
+        sf_buf_printf(src, "v[k] = %s;\n}\n}\n", sk->elem);
         /* Whether strips of N steps starting at t0, t0 + stride, ..., t0 + (count-1) *
          * stride are all in range and take the vector path: every operand used is
          * contiguous (or broadcast, for inputs) and aligned at t0; stride is a multiple
@@ -327,6 +364,14 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     free(nodes);
     free(done);
     return ok;
+}
+
+/* Bytes a step of all of a kernel's inputs (its non-output operands). */
+static int input_bytes(const scanfuse_fusion *f, const sf_cuda_kernel *k) {
+    int b = 0;
+    for (int op = 0; op < k->nops; op++)
+        if (!k->ops[op].out) b += (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
+    return b;
 }
 
 /* Bytes of the widest element a kernel reads (its non-output operands; 1 if none), or
@@ -487,6 +532,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * thread, 2 blocks an SM); row_threads=256 keeps 256 */
         int threads = sk.tsize <= 8 && len > 256 * (int64_t)items && sf_cg_tune("row_keep", 0) != 1 ? 512 : 256;
         threads = sf_cg_tune("row_threads", threads) == 256 ? 256 : threads;
+        /* Look-back tiles staged in shared memory by cp.async (sf_row_scan's STAGE):
+         * blocks of 256, a tile's inputs within 40 KB of static shared memory, 6 blocks
+         * an SM.  Against the 512-thread register tiles on the H200 (NOTES session 8):
+         * 1-D float16 0.60 -> 0.62, bfloat16 0.61 -> 0.62, int32 -> int64 0.60 -> 0.64,
+         * [32, 2^20] float16 0.57 -> 0.63, [64, 131072] 0.66 -> 0.69, float32 and int64
+         * unchanged (0.66).  row_stage=0: the register tiles. */
+        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && sf_cg_tune("row_keep", 0) != 1 &&
+                     len > 256 * (int64_t)items && 256 * (int64_t)items * input_bytes(g->f, k) <= 40960;
+        if (stage) threads = 256;
         int64_t tile = threads * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
@@ -505,8 +559,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * passes instead of being read again */
         bool keep = sf_cg_tune("row_keep", 0) == 1;
         /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
-         * states kept across the look-back fit without spills (6 spilled) */
-        int minb = sf_cg_tune("row_minb", keep ? 3 : 4);
+         * states kept across the look-back fit without spills (6 spilled); staged tiles
+         * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
+         * or 4 blocks measured slower) */
+        int minb = sf_cg_tune("row_minb", keep ? 3 : stage ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
         /* strips of V steps a lane: one 16-byte access for the widest operand, so every
@@ -516,7 +572,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / widest(g->f, k, true);
         if (vec > items) vec = items;
         /* row_esm=1 (an experiment): the strip states in shared memory, not registers */
-        bool esm = sf_cg_tune("row_esm", 0) == 1;
+        bool esm = sf_cg_tune("row_esm", 0) == 1 && !stage;
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */
@@ -531,13 +587,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           (long long)len, (long long)tpr);
             return SCANFUSE_OK;
         }
+        int bps = threads == 512 ? (minb + 1) / 2 : minb;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      threads, threads == 512 ? (minb + 1) / 2 : minb, ki, io, io, threads, items, vec, gsz, g2,
-                      lb ? "true" : "false",
-                      excl ? "true" : "false", keep ? "true" : "false", esm ? ", true" : "",
-                      (long long)rows, (long long)len, (long long)tpr);
+                      "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
+                      excl ? "true" : "false", keep ? "true" : "false", esm ? "true" : "false",
+                      stage ? "true" : "false", (long long)rows, (long long)len, (long long)tpr);
     } else if (sf_cg_tune("col_block", 0) == 1 && len <= 65536) {
         /* col_block=1 (an experiment, off by default): one block per 8 columns, 64 row
          * groups, no look-back (sf_col_block_scan); on the H200 [2048, 128] dim 0 23.6 us
@@ -571,14 +627,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t nchunks = ceil_div(len, (int64_t)rg * l);
         int64_t ncb = ceil_div(ncols, w);
         int64_t ntiles = nchunks * ncb;
-        /* up to 64 chunks: one group (a tile folds every earlier aggregate of its
-         * columns in one round); else groups of 32 in super-groups of 32.  (Measured
-         * faster on the H200 but not yet checked there: col_g=16,col_g2=4 for 17-64
-         * chunks, [8192, 256] 0.51 -> 0.60 of copy, [2048, 128] 16.8 -> 14.4 µs a call,
-         * NOTES session 7.) */
+        /* up to 16 chunks: one group (a tile folds every earlier aggregate of its
+         * columns in one round); up to 64: groups of 16 in super-groups of 4 (one group
+         * of up to 64 measured slower on the H200: [8192, 256] 0.51 against 0.60 of
+         * copy, [2048, 128] 16.8 against 14.4 us a call, NOTES session 7); else groups
+         * of 32 in super-groups of 32 */
         int gsz = sf_cg_tune("col_g", 0), g2 = sf_cg_tune("col_g2", 0);
-        if (gsz <= 0) gsz = nchunks <= 64 ? (int)pow2_at_least(nchunks) : 32;
-        if (g2 <= 0) g2 = nchunks <= 64 ? 1 : 32;
+        if (gsz <= 0) gsz = nchunks <= 16 ? (int)pow2_at_least(nchunks) : nchunks <= 64 ? 16 : 32;
+        if (g2 <= 0) g2 = nchunks <= 16 ? 1 : nchunks <= 64 ? 4 : 32;
         if (gsz > 64) gsz = 64;
         if (g2 > 64) g2 = 64;
         if (gsz < 1) gsz = 1;

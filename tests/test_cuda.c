@@ -506,11 +506,39 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_pipe=1,row_threads=256,row_items=4,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_pipe=1,row_threads=256", G_DEFAULT);
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
+    /* look-back rows are staged in shared memory (cp.async) by default; the register
+     * tiles of 512 threads without staging (row_stage=0) */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_stage=0", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_stage=0", G_FULL);
+    {
+        /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
+         * 2 bytes (too small to stage: read from global memory) side by side, an input
+         * broadcast along the scan, reverse and exclusive */
+        prog *p = newprog();
+        p->no_unfused = true;
+        P(p, "input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 1]\n"
+             "s = add(add(cast(c, int64), d), expand(cast(e, int64), [2, 40001]))\n"
+             "y = cumsum(s, dim=1)\nyr = cumsum(s, dim=1, reverse=true, exclusive=true)\n");
+        out(p, "y", T_EXACT);
+        out(p, "yr", T_EXACT);
+        finish(p);
+        /* bfloat16 (8-byte strips) and float32 (16-byte strips) inputs staged together */
+        p = newprog();
+        p->no_unfused = true;
+        P(p, "input a: bfloat16[3, 30001]\ninput b: float32[3, 30001]\n"
+             "z = cumsum(mul(cast(a, float32), b), dim=1)\nzr = cumsum(mul(cast(a, float32), b), dim=1, reverse=true)\n");
+        out_mag(p, "z", T_SUM, "cumsum(abs(mul(cast(a, float64), cast(b, float64))), dim=1)");
+        out_mag(p, "zr", T_SUM, "cumsum(abs(mul(cast(a, float64), cast(b, float64))), dim=1, reverse=true)");
+        finish(p);
+    }
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT64, S2(1000, 70), 0, "col_g=3,col_g2=2,col_l=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_g=4,col_g2=1,col_l=3", G_DEFAULT); /* G2 = 1 */
     prog_scans(SCANFUSE_INT64, S2(3000, 33), 0, NULL, G_FULL); /* 94 chunks: two levels */
+    /* 17-64 chunks: groups of 16 in super-groups of 4 (the [2048, 128] dim 0 shape) */
+    prog_scans(SCANFUSE_FLOAT32, S2(2048, 128), 0, NULL, G_DEFAULT);
+    prog_scans(SCANFUSE_INT32, S2(2500, 45), 0, NULL, G_FULL);
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
     prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
