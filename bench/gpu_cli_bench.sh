@@ -61,10 +61,10 @@ if [ $profile = 1 ] && command -v ncu >/dev/null; then
       [ $pv = default ] && { pt=""; nf="$OUT/ncu_scan.txt"; } || { pt=$pv; nf="$OUT/ncu_scan_${pv//[=,]/_}.txt"; }
       SCANFUSE_CUDA_TUNE=$pt timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct,lts__t_requests.avg,lts__t_requests.max,lts__t_sectors.avg,lts__t_sectors.max \
         --launch-skip 2 --launch-count 1 \
         "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$nf" 2>&1
-      echo "ncu ${pt:-default}: exit $?"; grep -E "Duration|DRAM Throughput|L1/TEX Hit|L2 Hit|dram__bytes|hit_rate|Registers Per|Achieved Occupancy" "$nf" | head -12
+      echo "ncu ${pt:-default}: exit $?"; grep -E "Duration|DRAM Throughput|L1/TEX Hit|L2 Hit|dram__bytes|hit_rate|lts__t_|Registers Per|Achieved Occupancy" "$nf" | head -16
     done
     # warp-stall samples per SASS instruction of the same kernel: where the tiles wait
     timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats --launch-skip 2 --launch-count 1 \

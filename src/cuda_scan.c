@@ -535,12 +535,23 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* Look-back tiles staged in shared memory by cp.async (sf_row_scan's STAGE):
          * blocks of 256, a tile's inputs within 40 KB of static shared memory, 6 blocks
          * an SM.  Against the 512-thread register tiles on the H200 (NOTES session 8):
-         * 1-D float16 0.60 -> 0.62, bfloat16 0.61 -> 0.62, int32 -> int64 0.60 -> 0.64,
-         * [32, 2^20] float16 0.57 -> 0.63, [64, 131072] 0.66 -> 0.69, float32 and int64
-         * unchanged (0.66).  row_stage=0: the register tiles. */
-        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && sf_cg_tune("row_keep", 0) != 1 &&
-                     len > 256 * (int64_t)items && 256 * (int64_t)items * input_bytes(g->f, k) <= 40960;
-        if (stage) threads = 256;
+         * 1-D float16 0.60 -> 0.61-0.62, bfloat16 0.61 -> 0.62, int32 -> int64 0.60 ->
+         * 0.64, [32, 2^20] float16 0.57-0.59 -> 0.63, [64, 131072] 0.66 -> 0.67-0.69,
+         * float32 and int64 unchanged (0.66), in two runs.  row_stage=0: the register
+         * tiles.  (Two stages a block, the next tile's copies issued before the current
+         * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
+        int inb = input_bytes(g->f, k);
+        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && sf_cg_tune("row_keep", 0) != 1 && inb > 0 &&
+                     len > 256 * (int64_t)items;
+        if (stage) { /* wide inputs: shorter tiles */
+            int it = items;
+            while (256 * (int64_t)it * inb > 40960 && it > v16) it /= 2;
+            stage = 256 * (int64_t)it * inb <= 40960;
+            if (stage) {
+                items = it;
+                threads = 256;
+            }
+        }
         int64_t tile = threads * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;

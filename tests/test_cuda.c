@@ -513,7 +513,7 @@ static void build_programs(void) {
     {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input
-         * broadcast along the scan, reverse and exclusive */
+         * broadcast along the scan, reverse and exclusive (tiles of 8 items a thread) */
         prog *p = newprog();
         p->no_unfused = true;
         P(p, "input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 1]\n"
@@ -522,7 +522,8 @@ static void build_programs(void) {
         out(p, "y", T_EXACT);
         out(p, "yr", T_EXACT);
         finish(p);
-        /* bfloat16 (8-byte strips) and float32 (16-byte strips) inputs staged together */
+        /* bfloat16 (8-byte strips) and float32 (16-byte strips) inputs staged together
+         * (tiles of 16 items a thread, to fit 40 KB) */
         p = newprog();
         p->no_unfused = true;
         P(p, "input a: bfloat16[3, 30001]\ninput b: float32[3, 30001]\n"
@@ -542,10 +543,10 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
     prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
-    /* look-back rows in the tiles of before: 256 threads (row_threads=256), 32 items a
-     * thread (row_items=32) */
-    prog_scans(SCANFUSE_FLOAT16, S1(300000), 0, "row_threads=256", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_threads=256,row_items=32", G_DEFAULT);
+    /* look-back rows in the register tiles of before: 256 threads (row_threads=256,
+     * row_stage=0), 32 items a thread (row_items=32) */
+    prog_scans(SCANFUSE_FLOAT16, S1(300000), 0, "row_threads=256,row_stage=0", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_threads=256,row_items=32,row_stage=0", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, "row_items=32", G_DEFAULT);
     /* reductions: every kernel shape */
     for (int i = 0; i < ndt; i++) {
