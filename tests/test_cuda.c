@@ -510,6 +510,12 @@ static void build_programs(void) {
      * tiles of 512 threads without staging (row_stage=0) */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_stage=0", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_stage=0", G_FULL);
+    /* the tiles-done count relaxed and the pollers spinning (lb_done=1, lb_wait_ns=0:
+     * measured faster, NOTES session 8), rows with prefix chains and columns; with
+     * every launch after the first the counters' reset is exercised too */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_done=1,lb_wait_ns=0", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_done=1,lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_done=1,lb_wait_ns=0", G_FULL);
     {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input
