@@ -128,7 +128,7 @@ for f in "$D"/*.sf; do
     python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-22s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c"
 done
 coltunes=""
-[ -n "$tunes" ] && coltunes=${COLTUNES-"col_block=1 col_l=8"}
+[ -n "$tunes" ] && coltunes=${COLTUNES-"col_l=8 col_g=32,col_g2=1"}
 for tv in $tunes $coltunes; do
     cases=${TUNE_CASES:-"1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28"}
     case "$tv" in col_*) cases="f32_2048x128_d0 f32_8192x256_d0 f32_4096x4096_d0 bf16_4096x4096_d0" ;; esac

@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,row_keep=0,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_block=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_esm=0,row_pipe=0,row_stage=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_pipe=0,row_stage=1"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -530,7 +530,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (g2 < 1) g2 = 1;
         /* rows that need a look-back even with 256 threads: 512 (the same registers a
          * thread, 2 blocks an SM); row_threads=256 keeps 256 */
-        int threads = sk.tsize <= 8 && len > 256 * (int64_t)items && sf_cg_tune("row_keep", 0) != 1 ? 512 : 256;
+        int threads = sk.tsize <= 8 && len > 256 * (int64_t)items ? 512 : 256;
         threads = sf_cg_tune("row_threads", threads) == 256 ? 256 : threads;
         /* Look-back tiles staged in shared memory by cp.async (sf_row_scan's STAGE):
          * blocks of 256, a tile's inputs within 40 KB of static shared memory, 6 blocks
@@ -541,8 +541,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * tiles.  (Two stages a block, the next tile's copies issued before the current
          * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
         int inb = input_bytes(g->f, k);
-        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && sf_cg_tune("row_keep", 0) != 1 && inb > 0 &&
-                     len > 256 * (int64_t)items;
+        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 && len > 256 * (int64_t)items;
         if (stage) { /* wide inputs: shorter tiles */
             int it = items;
             while (256 * (int64_t)it * inb > 40960 && it > v16) it /= 2;
@@ -565,15 +564,12 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             /* the header, then every state as self-validating words (8 bytes per 4) */
             k->scratch_bytes = 16 + nst * 2 * sk.tsize;
         }
-        /* row_keep=1 (off: measured slower on the H200, 0.35 against 0.43 for 1-D
-         * float32, bench/NOTES.md): the tile's steps stay in registers between the
-         * passes instead of being read again */
-        bool keep = sf_cg_tune("row_keep", 0) == 1;
-        /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
+        /* (Tiles kept in registers between the passes, and strip states in shared
+         * memory, were measured slower and removed: NOTES sessions 3 and 8.)  4 blocks an SM (64 registers a thread): a batch of strips in flight and the
          * states kept across the look-back fit without spills (6 spilled); staged tiles
          * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
          * or 4 blocks measured slower) */
-        int minb = sf_cg_tune("row_minb", keep ? 3 : stage ? 6 : 4);
+        int minb = sf_cg_tune("row_minb", stage ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
         /* strips of V steps a lane: one 16-byte access for the widest operand, so every
@@ -582,12 +578,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int vec = sf_cg_tune("row_vec", 0);
         if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / widest(g->f, k, true);
         if (vec > items) vec = items;
-        /* row_esm=1 (an experiment): the strip states in shared memory, not registers */
-        bool esm = sf_cg_tune("row_esm", 0) == 1 && !stage;
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */
-        if (lb && !keep && threads == 256 && sf_cg_tune("row_pipe", 0) == 1 &&
+        if (lb && threads == 256 && sf_cg_tune("row_pipe", 0) == 1 &&
             2 * (int64_t)(items / vec) * 256 * sk.tsize <= 32768) {
             int64_t cap = (int64_t)sms * minb;
             k->grid = sf_cg_grid(ntiles < cap ? ntiles : cap);
@@ -601,26 +595,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int bps = threads == 512 ? (minb + 1) / 2 : minb;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                       threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                      excl ? "true" : "false", keep ? "true" : "false", esm ? "true" : "false",
-                      stage ? "true" : "false", (long long)rows, (long long)len, (long long)tpr);
-    } else if (sf_cg_tune("col_block", 0) == 1 && len <= 65536) {
-        /* col_block=1 (an experiment, off by default): one block per 8 columns, 64 row
-         * groups, no look-back (sf_col_block_scan); on the H200 [2048, 128] dim 0 23.6 us
-         * a CLI call against 16.2 for the column tiles, [4096, 4096] dim 0 0.45 against
-         * 0.42 (bench/NOTES.md) */
-        k->kind = SF_CUK_SCAN_COL;
-        int64_t ncols = rows, nb = ceil_div(ncols, 8);
-        k->block = 512;
-        k->grid = sf_cg_grid(nb < (int64_t)sms * 16 ? nb : (int64_t)sms * 16);
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(512) k%d(const sf_args a) {\n"
-                      "sf_col_block_scan<%s::Op, %s, 8, 64, %s>(a, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, excl ? "true" : "false", (long long)ncols, (long long)len);
+                      excl ? "true" : "false", stage ? "true" : "false", (long long)rows, (long long)len,
+                      (long long)tpr);
     } else {
         /* a block of W columns x RG row groups, L steps a thread (sf_col_tile_scan): W
-         * columns of the widest input make a 128-byte run */
+         * columns of the widest input make a 128-byte run.  (One block per 8 columns
+         * with no look-back was measured slower and removed: NOTES sessions 3 and 8.) */
         k->kind = SF_CUK_SCAN_COL;
         int64_t ncols = rows;
         int es = widest_input(g->f, k);

@@ -499,7 +499,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S1(20000), 0, "row_keep=1,row_items=32", G_DEFAULT); /* tiles kept in registers */
     /* two tiles in flight a block (row_pipe=1, blocks of 256): one long row, many rows of many tiles with
      * prefix chains, float16 through its conversions */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_pipe=1,row_threads=256", G_DEFAULT);
@@ -546,8 +545,6 @@ static void build_programs(void) {
     /* 17-64 chunks: groups of 16 in super-groups of 4 (the [2048, 128] dim 0 shape) */
     prog_scans(SCANFUSE_FLOAT32, S2(2048, 128), 0, NULL, G_DEFAULT);
     prog_scans(SCANFUSE_INT32, S2(2500, 45), 0, NULL, G_FULL);
-    prog_scans(SCANFUSE_FLOAT32, S2(777, 300), 0, "col_block=1", G_DEFAULT); /* one block, no look-back */
-    prog_scans(SCANFUSE_FLOAT64, S2(70, 13), 0, "col_block=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 70000), 1, NULL, G_DEFAULT); /* 18 tiles per row */
     /* look-back rows in the register tiles of before: 256 threads (row_threads=256,
      * row_stage=0), 32 items a thread (row_items=32) */
@@ -1019,15 +1016,6 @@ static void build_coverage(void) {
         out(p, "y", T_EXACT);
         finish(p);
         p->tune = "row_pipe=1,row_threads=256,row_g=2,row_g2=2,row_items=4";
-    }
-    {
-        prog *p = newprog(); /* column scans in one block (col_block=1) */
-        P(p, "input a: bfloat16[300, 20]\ninput b: float64[50, 9]\n"
-             "x = cumsum(a, dim=0, exclusive=true)\ny, yi = cummax(b, dim=0, reverse=true)\n");
-        out(p, "x", T_EXACT);
-        out(p, "y", T_EXACT);
-        finish(p);
-        p->tune = "col_block=1";
     }
     {
         prog *p = newprog(); /* without programmatic dependent launch (pdl=0, the
