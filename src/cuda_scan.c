@@ -564,8 +564,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             /* the header, then every state as self-validating words (8 bytes per 4) */
             k->scratch_bytes = 16 + nst * 2 * sk.tsize;
         }
-        /* (Tiles kept in registers between the passes, and strip states in shared
-         * memory, were measured slower and removed: NOTES sessions 3 and 8.)  4 blocks an SM (64 registers a thread): a batch of strips in flight and the
+        /* (Tiles kept in registers between the passes, measured slower, NOTES session 3,
+         * and strip states in shared memory, never the faster, were removed in session
+         * 8; staging took their place.)  4 blocks an SM (64 registers a thread): a batch of strips in flight and the
          * states kept across the look-back fit without spills (6 spilled); staged tiles
          * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
          * or 4 blocks measured slower) */
@@ -602,7 +603,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     } else {
         /* a block of W columns x RG row groups, L steps a thread (sf_col_tile_scan): W
          * columns of the widest input make a 128-byte run.  (One block per 8 columns
-         * with no look-back was measured slower and removed: NOTES sessions 3 and 8.) */
+         * with no look-back, measured slower in session 2, was removed in session 8.) */
         k->kind = SF_CUK_SCAN_COL;
         int64_t ncols = rows;
         int es = widest_input(g->f, k);
