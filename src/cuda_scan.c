@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_pipe=0,row_stage=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_pipe=0,row_stage=1,row_rts=0"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -541,7 +541,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * tiles.  (Two stages a block, the next tile's copies issued before the current
          * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
         int inb = input_bytes(g->f, k);
-        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 && len > 256 * (int64_t)items;
+        /* row_rts=CT (an experiment, not yet run on a GPU): reduce-then-scan over chunks
+         * of CT tiles (sf_row_scan_rts), blocks of 256 */
+        int rts = sf_cg_tune("row_rts", 0);
+        if (rts > 4096) rts = 4096;
+        if (rts > 0 && len > 256 * (int64_t)items) threads = 256;
+        else rts = 0;
+        bool stage = rts == 0 && sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 &&
+                     len > 256 * (int64_t)items;
         if (stage) { /* wide inputs: shorter tiles */
             int it = items;
             while (256 * (int64_t)it * inb > 40960 && it > v16) it /= 2;
@@ -579,6 +586,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int vec = sf_cg_tune("row_vec", 0);
         if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / widest(g->f, k, true);
         if (vec > items) vec = items;
+        if (rts > 0) {
+            int64_t cpr = ceil_div(tpr, rts), nq = rows * cpr, cap = (int64_t)sms * minb;
+            k->scratch_bytes = 16 + (2 * ntiles + nq) * 2 * sk.tsize; /* A, PT per tile; CPI per chunk */
+            k->grid = sf_cg_grid(cap);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
+                          "sf_row_scan_rts<%s::Op, %s, 256, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          minb, ki, io, io, items, vec, rts, excl ? "true" : "false", (long long)rows, (long long)len,
+                          (long long)tpr);
+            return SCANFUSE_OK;
+        }
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */

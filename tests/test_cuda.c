@@ -509,6 +509,11 @@ static void build_programs(void) {
      * tiles of 512 threads without staging (row_stage=0) */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_stage=0", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_stage=0", G_FULL);
+    /* reduce-then-scan over chunks of tiles (row_rts=CT, an experiment): chunks of 3,
+     * 2 and 5 tiles, several rows, both directions, the last chunk of a row partial */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_rts=3", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_rts=2", G_FULL);
+    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_rts=5", G_DEFAULT);
     /* the tiles-done count relaxed and the pollers spinning (lb_done=1, lb_wait_ns=0:
      * measured faster, NOTES session 8), rows with prefix chains and columns; with
      * every launch after the first the counters' reset is exercised too */
@@ -1016,6 +1021,15 @@ static void build_coverage(void) {
         out(p, "y", T_EXACT);
         finish(p);
         p->tune = "row_pipe=1,row_threads=256,row_g=2,row_g2=2,row_items=4";
+    }
+    {
+        prog *p = newprog(); /* reduce-then-scan over chunks of 2 tiles (row_rts=2) */
+        P(p, "input a: float32[20001]\ninput b: int64[3, 7001]\n"
+             "x = cumsum(a, dim=0, exclusive=true)\ny = cumsum(b, dim=1, reverse=true)\n");
+        out(p, "x", T_EXACT);
+        out(p, "y", T_EXACT);
+        finish(p);
+        p->tune = "row_rts=2,row_items=4";
     }
     {
         prog *p = newprog(); /* without programmatic dependent launch (pdl=0, the
