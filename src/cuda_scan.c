@@ -571,12 +571,12 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             /* the header, then every state as self-validating words (8 bytes per 4) */
             k->scratch_bytes = 16 + nst * 2 * sk.tsize;
         }
-        /* (Tiles kept in registers between the passes, measured slower, NOTES session 3,
-         * and strip states in shared memory, never the faster, were removed in session
-         * 8; staging took their place.)  4 blocks an SM (64 registers a thread): a batch of strips in flight and the
+        /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
          * states kept across the look-back fit without spills (6 spilled); staged tiles
          * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
-         * or 4 blocks measured slower) */
+         * or 4 blocks measured slower).  (Tiles kept in registers between the passes,
+         * measured slower in session 3, and strip states in shared memory, never the
+         * faster, were removed in session 8; staging took their place.) */
         int minb = sf_cg_tune("row_minb", stage ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
