@@ -1,7 +1,9 @@
 /* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks its first
- * SMALL kernel, writes the full CUDA source (src.cu), the parameter layout the launcher
- * would pack (launch.inc: every buffer contiguous), random inputs and the reference's
- * outputs.  Usage: gen PROGRAM DIR [irange] [ties] [seed] */
+ * SMALL kernel (or with EMU_SCAN=1 its first block-row scan kernel, run as a grid of one
+ * block, which then takes every tile in turn), writes the full CUDA source (src.cu), the
+ * parameter layout the launcher would pack (launch.inc: every buffer contiguous), the
+ * block size (nt), random inputs and the reference's outputs.
+ * Usage: gen PROGRAM DIR [irange] [ties] [seed] */
 #include "cuda_codegen.h"
 #include <math.h>
 #include <stdio.h>
@@ -36,9 +38,11 @@ int main(int argc, char **argv) {
     const scanfuse_fusion *f = p->fusion;
     sf_cuda_plan *pl; char msg[512];
     if (sf_cuda_plan_build(p, 90, 132, &pl, msg, sizeof msg) != SCANFUSE_OK) { printf("plan: %s\n", msg); return 1; }
+    const bool scan = getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1';
     int ki = -1;
-    for (int i = 0; i < pl->nkernels && ki < 0; i++) if (pl->k[i].kind == SF_CUK_SMALL) ki = i;
-    if (ki < 0) { printf("no small kernel\n"); return 2; }
+    for (int i = 0; i < pl->nkernels && ki < 0; i++)
+        if (pl->k[i].kind == (scan ? SF_CUK_SCAN_ROW : SF_CUK_SMALL)) ki = i;
+    if (ki < 0) { printf(scan ? "no row scan kernel\n" : "no small kernel\n"); return 2; }
     const sf_cuda_kernel *K = &pl->k[ki];
     char path[512]; snprintf(path, sizeof path, "%s/src.cu", dir);
     FILE *fs = fopen(path, "w"); fputs(pl->source, fs); fclose(fs);
@@ -78,11 +82,20 @@ int main(int argc, char **argv) {
     /* the parameter layout: W(kind, a, b) per word; buffers per base value */
     snprintf(path, sizeof path, "%s/launch.inc", dir);
     FILE *fl = fopen(path, "w");
-    fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
-            ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);
+    if (scan)
+        fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID 1\n",
+                ki, (long long)pl->scratch_bytes, (int)st);
+    else
+        fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
+                ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);
+    snprintf(path, sizeof path, "%s/nt", dir);
+    FILE *fn = fopen(path, "w");
+    fprintf(fn, "%u\n", scan ? K->block : 1024u);
+    fclose(fn);
     fprintf(fl, "static const Buf bufs[] = {\n");
     bool *used = calloc(f->nvalues, 1);
-    for (int q = 0; q < K->nsub; q++) {
+    for (int op = 0; scan && op < K->nops; op++) used[base_of(f, K->ops[op].value)] = true;
+    for (int q = 0; !scan && q < K->nsub; q++) {
         const sf_cuda_kernel *k = &pl->k[K->sub0 + q];
         for (int op = 0; op < k->nops; op++) used[base_of(f, k->ops[op].value)] = true;
     }
@@ -97,7 +110,35 @@ int main(int argc, char **argv) {
                 isin, isout, sf_dtype_is_float(fv->dtype) ? (int)scanfuse_dtype_size(fv->dtype) : 0);
     }
     fprintf(fl, "{-1, 0, 0, 0, 0, 0}};\nstatic const Word words[] = {\n");
-    for (int q = 0; q < K->nsub; q++) {
+    if (scan) { /* sf_args: ptr, st (the kernel's index space), aux, scratch, err, epoch, tile_base, flags, pad */
+        int64_t flags = 0;
+        for (int op = 0; op < SF_CUDA_MAXOPS; op++)
+            if (op < K->nops) fprintf(fl, "{W_PTR, %d, 0},\n", base_of(f, K->ops[op].value));
+            else fprintf(fl, "{W_CONST, 0, 0},\n");
+        for (int op = 0; op < SF_CUDA_MAXOPS; op++) {
+            int64_t stv[8] = {0};
+            if (op < K->nops) {
+                const sf_value *fv = &f->values[K->ops[op].value];
+                int64_t cs[SF_MAX_DIMS], acc = 1, expect = 1;
+                for (int d = fv->ndim - 1; d >= 0; d--) { cs[d] = acc; acc *= fv->shape[d]; }
+                int lead = K->ndim - fv->ndim;
+                bool contig = true;
+                for (int d = K->ndim - 1; d >= 0; d--) {
+                    int j = d - lead;
+                    stv[d] = (j < 0 || fv->shape[j] == 1) ? 0 : cs[j];
+                    if (K->shape[d] == 1) continue;
+                    contig = contig && stv[d] == expect;
+                    expect *= K->shape[d];
+                }
+                if (contig) flags |= (int64_t)1 << op;
+            }
+            for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", (long long)stv[d]);
+        }
+        for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", d == 2 ? (long long)K->aux[2] : 0ll);
+        fprintf(fl, "{W_SCRATCH, %lld, 0},\n{W_ERR, %d, 0},\n{W_CONST, 0, 0},\n{W_CONST, 0, 0},\n{W_FLAGS, %lld, 0},\n{W_CONST, 0, 0},\n",
+                (long long)K->scratch_off, K->err_slot, (long long)flags);
+    }
+    for (int q = 0; !scan && q < K->nsub; q++) {
         const sf_cuda_kernel *k = &pl->k[K->sub0 + q];
         int64_t flags = 0;
         for (int op = 0; op < k->nops; op++) {

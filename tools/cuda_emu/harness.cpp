@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
         else if (w.kind == W_FLAGS) x = noflags ? 0 : (uint64_t)w.a;
         else if (w.kind == W_ERR) x = (uint64_t)(uintptr_t)scratch + (w.a >= 0 ? 16 * (uint64_t)w.a : 0);
         else x = (uint64_t)(uintptr_t)scratch + (uint64_t)w.a;
-        g_P.w[i] = x;
+        ((uint64_t *)&g_P)[i] = x; /* the parameter as words (a SMALL kernel's or sf_args) */
     }
     /* the blocks of a small kernel run different phases on disjoint data: one after
      * another here, in reverse with EMU_REVERSE=1 (a result that depends on the order

@@ -8,7 +8,8 @@
 #     irange: integer inputs in [0, irange) (0: -20..20); ties: float inputs from
 #     {-2, -0, 0, 1.5, 3, NaN, inf, -inf}; noflags=1: every operand takes the strided path.
 # BUILD (default: build) holds libscanfuse.a.  Exit status 0: outputs identical (or the
-# reference failed and the error slots are printed).
+# reference failed and the error slots are printed).  EMU_SCAN=1: the first block-row scan
+# kernel instead, as a grid of one block (scans.sh runs a set of them under tunings).
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -19,5 +20,5 @@ D=$(mktemp -d "${TMPDIR:-/tmp}/sf_cuda_emu.XXXXXX")
 gcc -O1 -std=c11 -I"$ROOT/src" -I"$ROOT/include" "$HERE/gen.c" "$BUILD/libscanfuse.a" -lm -ldl -lpthread -o "$D/gen"
 "$D/gen" "$1" "$D" "${2:-0}" "${3:-0}" "${4:-1}"
 python3 "$HERE/xform.py" "$D/src.cu" > "$D/kernel.inc"
-g++ -std=c++17 -O1 -w -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
+g++ -std=c++17 -O1 -w -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
 "$D/h" "$D" "${5:-0}"

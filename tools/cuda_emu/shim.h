@@ -18,13 +18,17 @@ using std::fmod; using std::floor; using std::copysign; using std::exp; using st
 #define __global__
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 struct emu_dim3 { unsigned x, y, z; };
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 struct ulonglong2 { unsigned long long x, y; };
 enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE };
 struct Fiber { ucontext_t ctx; emu_dim3 tid; int state; char *stack; };
-static const int NT = 1024;
+#ifndef EMU_NT
+#define EMU_NT 1024 /* the block size (run.sh passes the kernel's) */
+#endif
+static const int NT = EMU_NT;
 static Fiber g_f[NT];
 static Fiber *g_cur;
 static ucontext_t g_sched;

@@ -17,6 +17,9 @@ s = s.replace('asm("cvt.f32.f16 %%0, %%1;" : "=f"(r) : "h"(x));', 'r = (float)sf
 s = s.replace('asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x));', 'r = (float)sf_f16_d_sw(x);')
 s = re.sub(r'asm volatile\("ld\.[a-z]+\.gpu\.global\.u(32|64) %0, \[%1\];" : "=[rl]"\(v\) : "l"\(p\) : "memory"\);', 'v = *(volatile decltype(v)*)p;', s)
 s = re.sub(r'asm volatile\("st\.[a-z]+\.gpu\.global\.u(32|64) \[%0\], %1;" ::"l"\(p\), "[rl]"\(v\) : "memory"\);', '*(volatile decltype(v)*)p = v;', s)
+# the look-back's tiles-done count (one block here: a plain add)
+s = re.sub(r'asm volatile\("atom\.add\.[a-z]+\.gpu\.global\.u32 %0, \[%1\], 1;" : "=r"\(d\) : "l"\(([^)]*)\) : "memory"\);',
+           r'd = atomicAdd((unsigned*)(\1), 1u);', s)
 # programmatic dependent launch: one block at a time here, nothing to wait for
 s = s.replace('asm volatile("griddepcontrol.wait;" ::: "memory");', '')
 s = s.replace('asm volatile("griddepcontrol.launch_dependents;" ::: "memory");', '')

@@ -1,0 +1,43 @@
+#!/bin/bash
+# tools/cuda_emu/scans.sh — the block-row scan kernels' generated CUDA C run on the CPU
+# (run.sh with EMU_SCAN=1: the first row-scan kernel of each program as a grid of one
+# block, which then takes every tile in turn, so each look-back finds its tiles done)
+# against the reference evaluator, bit for bit, under the default kernel (tiles staged
+# in shared memory) and the tuning variants: register tiles (row_stage=0), two tiles a
+# block (row_pipe=1), the reduce-then-scan over chunks (row_rts), the relaxed
+# tiles-done count (lb_done=1).  No GPU needed: a CTest (cuda_emu_scans) when g++ is
+# there.  BUILD (default: build) holds libscanfuse.a.  Exit status: the failures.
+HERE=$(cd "$(dirname "$0")" && pwd)
+D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_scans.XXXXXX")
+trap 'rm -rf "$D"' EXIT
+# programs: several tiles a row (8192 steps a float32 tile), partial last tiles,
+# inclusive and exclusive, both directions, several rows, index outputs, float16, a
+# fused prologue of two inputs, and inputs of three widths (1-byte strips too small to
+# stage, read from global memory)
+printf 'input x: float32[50001]\ny = cumsum(x, dim=0, exclusive=true, reverse=true)\nz = cumsum(x, dim=0)\noutput y, z\n' > "$D/f32.sf"
+printf 'input b: int64[3, 20001]\ny = cumsum(b, dim=1)\noutput y\n' > "$D/i64rows.sf"
+printf 'input x: float16[70001]\ny = cumsum(x, dim=0, reverse=true)\noutput y\n' > "$D/f16.sf"
+printf 'input x: float32[3, 30001]\ny, i = cummax(x, dim=1, reverse=true)\noutput y, i\n' > "$D/cummax.sf"
+printf 'input a: bfloat16[3, 30001]\ninput b: float32[3, 30001]\nz = cumsum(mul(cast(a, float32), b), dim=1)\noutput z\n' > "$D/fused.sf"
+printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40001]\ns = add(add(cast(c, int64), d), cast(e, int64))\ny = cumsum(s, dim=1, exclusive=true, reverse=true)\noutput y\n' > "$D/widths.sf"
+fail=0
+n=0
+for prog in f32 i64rows f16 cummax fused widths; do
+    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 row_rts=2 row_rts=3,row_items=4 lb_done=1; do
+        n=$((n + 1))
+        if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
+            echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
+        fi
+    done
+done
+# special values (NaN, infinities, signed zeros) and the strided path (noflags=1)
+for tune in pdl=1 row_rts=2; do
+    for args in "0 1 7 0" "0 0 8 1"; do
+        n=$((n + 1))
+        if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/cummax.sf" $args 2>&1); then
+            echo "FAIL cummax $args under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
+        fi
+    done
+done
+echo "cuda_emu scans: $n runs, $fail failed"
+exit $fail
