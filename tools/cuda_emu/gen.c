@@ -1,6 +1,6 @@
 /* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks its first
- * SMALL kernel (or with EMU_SCAN=1 its first block-row scan kernel, run as a grid of one
- * block, which then takes every tile in turn), writes the full CUDA source (src.cu), the
+ * SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, run as a grid of
+ * one block, which then takes every tile in turn), writes the full CUDA source (src.cu), the
  * parameter layout the launcher would pack (launch.inc: every buffer contiguous), the
  * block size (nt), random inputs and the reference's outputs.
  * Usage: gen PROGRAM DIR [irange] [ties] [seed] */
@@ -41,8 +41,8 @@ int main(int argc, char **argv) {
     const bool scan = getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1';
     int ki = -1;
     for (int i = 0; i < pl->nkernels && ki < 0; i++)
-        if (pl->k[i].kind == (scan ? SF_CUK_SCAN_ROW : SF_CUK_SMALL)) ki = i;
-    if (ki < 0) { printf(scan ? "no row scan kernel\n" : "no small kernel\n"); return 2; }
+        if (scan ? pl->k[i].kind == SF_CUK_SCAN_ROW || pl->k[i].kind == SF_CUK_SCAN_COL : pl->k[i].kind == SF_CUK_SMALL) ki = i;
+    if (ki < 0) { printf(scan ? "no block scan kernel\n" : "no small kernel\n"); return 2; }
     const sf_cuda_kernel *K = &pl->k[ki];
     char path[512]; snprintf(path, sizeof path, "%s/src.cu", dir);
     FILE *fs = fopen(path, "w"); fputs(pl->source, fs); fclose(fs);

@@ -8,7 +8,7 @@
 #     irange: integer inputs in [0, irange) (0: -20..20); ties: float inputs from
 #     {-2, -0, 0, 1.5, 3, NaN, inf, -inf}; noflags=1: every operand takes the strided path.
 # BUILD (default: build) holds libscanfuse.a.  Exit status 0: outputs identical (or the
-# reference failed and the error slots are printed).  EMU_SCAN=1: the first block-row scan
+# reference failed and the error slots are printed).  EMU_SCAN=1: the first row or column scan
 # kernel instead, as a grid of one block (scans.sh runs a set of them under tunings).
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)

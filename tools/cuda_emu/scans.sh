@@ -1,6 +1,6 @@
 #!/bin/bash
-# tools/cuda_emu/scans.sh — the block-row scan kernels' generated CUDA C run on the CPU
-# (run.sh with EMU_SCAN=1: the first row-scan kernel of each program as a grid of one
+# tools/cuda_emu/scans.sh — the block scan kernels' generated CUDA C run on the CPU
+# (run.sh with EMU_SCAN=1: the first row or column scan kernel of each program as a grid of one
 # block, which then takes every tile in turn, so each look-back finds its tiles done)
 # against the reference evaluator, bit for bit, under the default kernel (tiles staged
 # in shared memory) and the tuning variants: register tiles (row_stage=0), two tiles a
@@ -29,6 +29,17 @@ for prog in f32 i64rows f16 cummax fused widths; do
             echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
         fi
     done
+done
+# column scans (sf_col_tile_scan): 32 chunks in groups of 16 x 4, 47 chunks of int64,
+# prefix chains of small groups
+printf 'input x: float32[2048, 128]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col.sf"
+printf 'input x: int64[3000, 33]\ny, i = cummin(x, dim=0)\noutput y, i\n' > "$D/coli.sf"
+for spec in "col pdl=1" "col col_g=2,col_g2=3,col_l=2" "coli pdl=1" "coli lb_done=1"; do
+    n=$((n + 1))
+    set -- $spec
+    if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
+        echo "FAIL $1 under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
+    fi
 done
 # special values (NaN, infinities, signed zeros) and the strided path (noflags=1)
 for tune in pdl=1 row_rts=2; do
