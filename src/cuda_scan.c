@@ -154,9 +154,30 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     }
 }
 
-/* The Io struct of a scan kernel.  Returns false when an operand did not fit. */
+/* The raw vectors r<op>[N] of the inputs among ops for N consecutive steps from plo:
+ * one element of a broadcast input (stride 0 along the scan), else a vector load from
+ * global memory (q<op>) or, with soff, from the staged tile in shared memory (s, rel,
+ * ts; inputs whose strip fits a cp.async; the others from global memory). */
+static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ops, int dim,
+                           const int *soff) {
+    for (int op = 0; op < k->nops; op++) {
+        if (!(ops >> op & 1u) || k->ops[op].out) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+        sf_buf_printf(src, "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n}",
+                      raw, op, op, dim, op, raw, op, op);
+        if (soff)
+            sf_buf_printf(src, " else if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
+                               "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                          raw, op, raw, soff[op], raw, op, raw, op, op);
+        else
+            sf_buf_printf(src, " else sf_vload(r%d, q%d);\n", op, op);
+    }
+}
+
+/* The Io struct of a scan kernel.  Returns false when an operand did not fit.  *sb: the
+ * bytes a step of the inputs Io::stage copies (SB). */
 static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan_kind *sk,
-                         int anchor) {
+                         int anchor, int *sbp) {
     const scanfuse_fusion *f = g->f;
     const sf_node *n = &f->nodes[anchor];
     const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
@@ -274,15 +295,10 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                                   op, dim, op, dim, raw, op);
             }
             sf_buf_puts(src, "if (fast) {\n");
-            for (int op = 0; op < k->nops; op++) {
-                if (!(ops >> op & 1u)) continue;
-                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-                if (k->ops[op].out) sf_buf_printf(src, "%s w%d[N];\n", raw, op);
-                else
-                    sf_buf_printf(src,
-                                  "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n} else sf_vload(r%d, q%d);\n",
-                                  raw, op, op, dim, op, raw, op, op, op, op);
-            }
+            for (int op = 0; op < k->nops; op++)
+                if ((ops >> op & 1u) && k->ops[op].out)
+                    sf_buf_printf(src, "%s w%d[N];\n", sf_cg_rawtype(f->values[k->ops[op].value].dtype), op);
+            emit_vec_loads(src, f, k, ops, dim, NULL);
             sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                           rev ? "N - 1 - k" : "k");
             if (!isst) {
@@ -312,6 +328,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             if ((ld_ops >> op & 1u) && !k->ops[op].out) sb += (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
         }
         sf_buf_printf(src, "static constexpr int SB = %d; /* staged bytes a step */\n", sb);
+        *sbp = sb;
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
         for (int op = 0; op < k->nops; op++) {
@@ -323,15 +340,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
-        for (int op = 0; op < k->nops; op++) {
-            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
-            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-            sf_buf_printf(src,
-                          "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n"
-                          "} else if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
-                          "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
-                          raw, op, op, dim, op, raw, op, op, raw, op, raw, soff[op], raw, op, raw, op, op);
-        }
+        emit_vec_loads(src, f, k, ld_ops, dim, soff);
         sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                       rev ? "N - 1 - k" : "k");
         if (ldv.data) sf_buf_puts(src, ldv.data);
@@ -364,14 +373,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     free(nodes);
     free(done);
     return ok;
-}
-
-/* Bytes a step of all of a kernel's inputs (its non-output operands). */
-static int input_bytes(const scanfuse_fusion *f, const sf_cuda_kernel *k) {
-    int b = 0;
-    for (int op = 0; op < k->nops; op++)
-        if (!k->ops[op].out) b += (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
-    return b;
 }
 
 /* Bytes of the widest element a kernel reads (its non-output operands; 1 if none), or
@@ -487,7 +488,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     for (int d = 0; d < x->ndim; d++) k->shape[d] = x->shape[d];
     char io[32];
     snprintf(io, sizeof io, "Io_k%d", ki);
-    if (!emit_scan_io(g, k, io, &sk, anchor)) {
+    int inb = 0; /* the bytes a step that staged tiles hold (Io::SB) */
+    if (!emit_scan_io(g, k, io, &sk, anchor, &inb)) {
         sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
         return SCANFUSE_ERROR_UNSUPPORTED;
     }
@@ -540,7 +542,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * float32 and int64 unchanged (0.66), in two runs.  row_stage=0: the register
          * tiles.  (Two stages a block, the next tile's copies issued before the current
          * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
-        int inb = input_bytes(g->f, k);
         /* row_rts=CT (an experiment, not yet run on a GPU): reduce-then-scan over chunks
          * of CT tiles (sf_row_scan_rts), blocks of 256 */
         int rts = sf_cg_tune("row_rts", 0);
