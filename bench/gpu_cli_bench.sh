@@ -55,7 +55,7 @@ case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
 [ -n "${SKIP_MOEPROF:-}" ] && moeprof=0 # SKIP_MOEPROF=1: profile the scan only
 case " $* " in *" tune "*) tunes=${TUNES:-"lb_done=1 row_pipe=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
-    scan prof_f32_2p26 ${PROF_DT:-float32} 67108864 0 # PROF_DT: the profiled scan's dtype
+    scan prof_scan ${PROF_DT:-float32} "${PROF_SHAPE:-67108864}" ${PROF_DIM:-0} # PROF_DT, PROF_SHAPE ("4096, 4096"), PROF_DIM: the profiled scan
     # PROF_TUNES="A B": also profile under those SCANFUSE_CUDA_TUNE variants (ncu_scan_<variant>.txt)
     for pv in default ${PROF_TUNES_SCAN:-}; do
       [ $pv = default ] && { pt=""; nf="$OUT/ncu_scan.txt"; } || { pt=$pv; nf="$OUT/ncu_scan_${pv//[=,]/_}.txt"; }
@@ -63,13 +63,13 @@ if [ $profile = 1 ] && command -v ncu >/dev/null; then
         --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
         --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct,lts__t_requests.avg,lts__t_requests.max,lts__t_sectors.avg,lts__t_sectors.max \
         --launch-skip 2 --launch-count 1 \
-        "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$nf" 2>&1
+        "$S" bench "$D/prof_scan.sf" --device cuda --repeat 2 > "$nf" 2>&1
       echo "ncu ${pt:-default}: exit $?"; grep -E "Duration|DRAM Throughput|L1/TEX Hit|L2 Hit|dram__bytes|hit_rate|lts__t_|Registers Per|Achieved Occupancy" "$nf" | head -16
     done
     # warp-stall samples per SASS instruction of the same kernel: where the tiles wait
     timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats --launch-skip 2 --launch-count 1 \
         --page source --print-source sass --csv \
-        "$S" bench "$D/prof_f32_2p26.sf" --device cuda --repeat 2 > "$OUT/ncu_src.csv" 2>&1
+        "$S" bench "$D/prof_scan.sf" --device cuda --repeat 2 > "$OUT/ncu_src.csv" 2>&1
     echo "ncu source: exit $?"
     python3 bench/ncu_stalls.py "$OUT/ncu_src.csv" 2>&1 | head -40
 fi

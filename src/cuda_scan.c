@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_pipe=0,row_stage=1,row_rts=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_pipe=0,row_stage=1,row_rts=0"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -172,6 +172,86 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
         else
             sf_buf_printf(src, " else sf_vload(r%d, q%d);\n", op, op);
     }
+}
+
+/* Column tiles staged in shared memory (sf_col_tile_scan's STAGE): the tile's input
+ * rows, each W columns of one step, copied by cp.async in 16-byte pieces, so no
+ * register holds a load in flight and pass two reads the tile again from shared
+ * memory.  Input op's part of a tile of n steps starts at byte soff_op * n * W; step j,
+ * column c at (j * W + c) * size_op within it (the steps in memory order).
+ *   col_fast<W>:  whether the tile of steps [t0, t0 + n) of columns [col0, col0 + W)
+ *                 can be staged: for every input not broadcast along the scan, the W
+ *                 columns are W consecutive elements (stride 1 on the innermost column
+ *                 dim, and within one run of it or the column dims packed), and every
+ *                 step's row starts 16-byte aligned.  The caller checks the range.
+ *   col_stage<W>: issues the block's copies (thread i takes pieces i, i + blockDim.x, ..)
+ *   ld_col_s<N>:  steps t0 .. t0 + N - 1 of column c of a staged tile starting at tt0,
+ *                 as ld_items does (broadcast inputs from global memory). */
+static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ld_ops, int dim,
+                           int nd, const int64_t *shape, bool rev, const int *soff, const char *ldv,
+                           const char *elem) {
+    int inner = -1;
+    for (int d = nd - 1; d >= 0 && inner < 0; d--)
+        if (d != dim && shape[d] > 1) inner = d;
+    const char *plo_t = rev ? "len - t0 - n" : "t0";
+    sf_buf_puts(src, "template <int W> static __device__ __forceinline__ bool col_fast(const sf_args& a, i64 col0, i64 len, i64 t0, int n) {\n");
+    sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\nbool ok = true;\n", plo_t);
+    for (int op = 0; op < k->nops; op++) {
+        if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+        sf_buf_printf(src, "if (a.st[%d][%d] != 0) {\n", op, dim);
+        if (inner < 0) {
+            sf_buf_puts(src, "ok = false;\n}\n");
+            continue;
+        }
+        /* packed: every column dim's stride the product of the inner column dims' sizes */
+        sf_buf_printf(src, "bool packed = a.st[%d][%d] == 1", op, inner);
+        int64_t prod = shape[inner];
+        for (int d = inner - 1; d >= 0; d--) {
+            if (d == dim || shape[d] == 1) continue;
+            sf_buf_printf(src, " && a.st[%d][%d] == %lldll", op, d, (long long)prod);
+            prod *= shape[d];
+        }
+        sf_buf_printf(src, ";\nconst %s* g = (const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d]);\n", raw, raw, op, op,
+                      op, dim);
+        sf_buf_printf(src,
+                      "ok = ok && a.st[%d][%d] == 1 && (packed || col0 %% %lldll + W <= %lldll) && ((u64)g & 15) == 0 && "
+                      "((a.st[%d][%d] * (i64)sizeof(%s)) & 15) == 0;\n}\n",
+                      op, inner, (long long)shape[inner], (long long)shape[inner], op, dim, raw);
+    }
+    sf_buf_puts(src, "return ok;\n}\n");
+    sf_buf_puts(src, "template <int W> static __device__ __forceinline__ void col_stage(const sf_args& a, i64 col0, i64 len, i64 t0, int n, char* s) {\n");
+    sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\n", plo_t);
+    for (int op = 0; op < k->nops; op++) {
+        if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+        sf_buf_printf(src,
+                      "if (a.st[%d][%d] != 0) {\n"
+                      "constexpr int RB = W * (int)sizeof(%s), PR = RB / 16; /* bytes, pieces a row */\n"
+                      "const char* g = (const char*)((const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d]));\n"
+                      "const i64 rs = a.st[%d][%d] * (i64)sizeof(%s);\n"
+                      "char* d = s + %d * n * W;\n"
+                      "for (int i = (int)threadIdx.x; i < n * PR; i += (int)blockDim.x) {\n"
+                      "const int j = i / PR, q = i - j * PR;\n"
+                      "sf_cp_async<16>(d + j * RB + q * 16, g + j * rs + q * 16);\n}\n}\n",
+                      op, dim, raw, raw, op, op, op, dim, op, dim, raw, soff[op]);
+    }
+    sf_buf_puts(src, "}\n");
+    sf_buf_puts(src, "template <int W, int N> static __device__ __forceinline__ void ld_col_s(const sf_args& a, const B& b, i64 len, i64 t0, i64 tt0, int n, const char* s, int c, T (&v)[N]) {\n");
+    sf_buf_printf(src, "const i64 plo = %s;\nconst int rel = (int)(plo - (%s));\n(void)rel;\n", rev ? "len - t0 - N" : "t0",
+                  rev ? "len - tt0 - n" : "tt0");
+    for (int op = 0; op < k->nops; op++) {
+        if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+        sf_buf_printf(src,
+                      "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n"
+                      "} else {\nconst %s* q = (const %s*)(s + %d * n * W) + (rel * W + c);\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = q[k * W];\n}\n",
+                      raw, op, op, dim, op, raw, op, op, raw, raw, soff[op], op);
+    }
+    sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
+                  rev ? "N - 1 - k" : "k");
+    if (ldv) sf_buf_puts(src, ldv);
+    sf_buf_printf(src, "v[k] = %s;\n}\n}\n", elem);
 }
 
 /* The Io struct of a scan kernel.  Returns false when an operand did not fit.  *sb: the
@@ -364,6 +444,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                               op, dim, op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
+        emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);
         sf_buf_puts(src, "};\n");
     }
     free(ldb.data);
@@ -637,6 +718,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (l > 8 && ceil_div(len, (int64_t)rg * l) * ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
         }
         if (l > 32) l = 32;
+        /* col_stage=1 (an experiment): tiles staged in shared memory by cp.async
+         * (sf_col_tile_scan's STAGE), at most 40 KB of inputs a tile (shorter tiles for
+         * wide or many inputs) */
+        bool stage = sf_cg_tune("col_stage", 0) == 1 && g->pl->arch >= 80 && inb > 0;
+        while (stage && (int64_t)rg * l * w * inb > 40960) {
+            if (l <= 4) stage = false;
+            else l /= 2;
+        }
         int64_t nchunks = ceil_div(len, (int64_t)rg * l);
         int64_t ncb = ceil_div(ncols, w);
         int64_t ntiles = nchunks * ncb;
@@ -661,10 +750,16 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + nst * w * 2 * sk.tsize; /* self-validating words */
         }
+        /* col_minb=B (an experiment): at least B blocks an SM (the default kernel takes
+         * 62 registers at 16 steps, 4 blocks an SM) */
+        int cminb = sf_cg_tune("col_minb", 0);
+        if (cminb > 8) cminb = 8;
+        char lbs[16] = "";
+        if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
         sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", (long long)ncols,
+                      "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
+                      "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                      lbs, ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", stage ? ", true" : "", (long long)ncols,
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
     return SCANFUSE_OK;

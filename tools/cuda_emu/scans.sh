@@ -5,8 +5,9 @@
 # against the reference evaluator, bit for bit, under the default kernel (tiles staged
 # in shared memory) and the tuning variants: register tiles (row_stage=0), two tiles a
 # block (row_pipe=1), the reduce-then-scan over chunks (row_rts), the relaxed
-# tiles-done count (lb_done=1).  No GPU needed: a CTest (cuda_emu_scans) when g++ is
-# there.  BUILD (default: build) holds libscanfuse.a.  Exit status: the failures.
+# tiles-done count (lb_done=1), staged column tiles (col_stage=1).  No GPU needed: a
+# CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
+# Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_scans.XXXXXX")
 trap 'rm -rf "$D"' EXIT
@@ -34,7 +35,16 @@ done
 # prefix chains of small groups
 printf 'input x: float32[2048, 128]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col.sf"
 printf 'input x: int64[3000, 33]\ny, i = cummin(x, dim=0)\noutput y, i\n' > "$D/coli.sf"
-for spec in "col pdl=1" "col col_g=2,col_g2=3,col_l=2" "coli pdl=1" "coli lb_done=1"; do
+# staged column tiles (col_stage=1): a bfloat16 input beside float32 weights broadcast
+# along the scan, 1- and 8-byte inputs side by side, 3-d tensors whose inner column dim
+# holds whole column blocks (64) or not (40: some tiles staged, some from global memory)
+printf 'input x: bfloat16[1000, 192]\ninput w: float32[192]\ny = cumsum(mul(cast(x, float32), w), dim=0, reverse=true)\noutput y\n' > "$D/colbw.sf"
+printf 'input c: uint8[700, 64]\ninput d: int64[700, 64]\ny = cumsum(add(cast(c, int64), d), dim=0, exclusive=true)\noutput y\n' > "$D/colw.sf"
+printf 'input x: float32[4, 300, 64]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col3.sf"
+printf 'input x: float32[4, 300, 40]\ny, i = cummax(x, dim=1, reverse=true)\noutput y, i\n' > "$D/col3b.sf"
+for spec in "col pdl=1" "col col_g=2,col_g2=3,col_l=2" "coli pdl=1" "coli lb_done=1" \
+            "col col_stage=1" "col col_stage=1,col_l=32" "coli col_stage=1" "colbw col_stage=1" \
+            "colw col_stage=1" "col3 col_stage=1" "col3b col_stage=1" "col3 col_stage=1,col_l=4"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
@@ -42,11 +52,12 @@ for spec in "col pdl=1" "col col_g=2,col_g2=3,col_l=2" "coli pdl=1" "coli lb_don
     fi
 done
 # special values (NaN, infinities, signed zeros) and the strided path (noflags=1)
-for tune in pdl=1 row_rts=2; do
+for spec in "cummax pdl=1" "cummax row_rts=2" "col3b col_stage=1"; do
+    set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
-        if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/cummax.sf" $args 2>&1); then
-            echo "FAIL cummax $args under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
+        if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" $args 2>&1); then
+            echo "FAIL $1 $args under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
         fi
     done
 done
