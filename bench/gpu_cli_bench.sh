@@ -132,6 +132,8 @@ coltunes=""
 for tv in $tunes $coltunes; do
     cases=${TUNE_CASES:-"1d_f32_2p28 1d_f16_2p28 1d_bf16_2p28 1d_i64_2p28 1d_i32_i64_2p28"}
     case "$tv" in col_*) cases="f32_2048x128_d0 f32_8192x256_d0 f32_4096x4096_d0 bf16_4096x4096_d0" ;; esac
+    # TUNE@CASE+CASE: that variant on those cases only (e.g. row_vec=8@fused_bf16_8192)
+    case "$tv" in *@*) cases=${tv#*@}; cases=${cases//+/ }; tv=${tv%%@*} ;; esac
     for c in $cases; do
         line=$(SCANFUSE_CUDA_TUNE=$tv timeout 120 "$S" bench "$D/$c.sf" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
             echo "$c@$tv: FAILED $(tail -2 "$OUT/err.txt")"; continue; }

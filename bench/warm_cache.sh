@@ -16,7 +16,12 @@ gcc -std=c11 -O1 -Isrc -Iinclude tools/cuda_warm.c build/libscanfuse.a -lm -ldl 
 OUT="$W/out" WRITE_CASES="$W/cases" bash bench/gpu_cli_bench.sh
 python3 bench/gpu_probe_rows.py --write "$W/probe"
 "$W/warm" examples/*.sf "$W"/cases/*.sf "$W"/probe/*.sf
-for tv in ${TUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/1d_*.sf; done
+for tv in ${TUNES:-}; do
+    case "$tv" in
+        *@*) cs=${tv#*@}; SCANFUSE_CUDA_TUNE=${tv%%@*} "$W/warm" $(for c in ${cs//+/ }; do echo "$W/cases/$c.sf"; done) ;;
+        *) SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/1d_*.sf ;;
+    esac
+done
 for tv in ${COLTUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/*_d0.sf; done
 # PROBE_TUNES: the probe's cases under each variant (gpu_probe_rows.py run with
 # SCANFUSE_CUDA_TUNE set checks a variant against float64 before it is timed)
