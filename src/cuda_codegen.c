@@ -1487,8 +1487,8 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_MAXOPS %d\n", SF_CUDA_MAXOPS);
     /* the look-back's first back-off sleep (ns; 0: spin) */
     sf_buf_printf(&src, "#define SF_WAIT_NS %du\n", sf_cg_tune("lb_wait_ns", 32));
-    /* experiment (bench/NOTES.md): no fence when a look-back tile is done */
-    sf_buf_printf(&src, "#define SF_LB_DONE %d\n", sf_cg_tune("lb_done", 0));
+    /* a relaxed tiles-done count, no fence (sf_tile_done; lb_done=0: release + fence) */
+    sf_buf_printf(&src, "#define SF_LB_DONE %d\n", sf_cg_tune("lb_done", 1) == 0 ? 0 : 1);
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");

@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=0,lb_wait_ns=32,lb_done=0,row_vec=0,row_pipe=0,row_stage=1,row_rts=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -468,6 +468,17 @@ static int widest(const scanfuse_fusion *f, const sf_cuda_kernel *k, bool output
     return w > 16 ? 16 : w;
 }
 static int widest_input(const scanfuse_fusion *f, const sf_cuda_kernel *k) { return widest(f, k, false); }
+/* Bytes of the widest element among the operands of n elements, the ones a kernel of n
+ * elements streams (the others are broadcast: read again and again); 1 if none. */
+static int widest_streamed(const scanfuse_fusion *f, const sf_cuda_kernel *k, int64_t n) {
+    int w = 1;
+    for (int op = 0; op < k->nops; op++) {
+        const sf_value *v = &f->values[k->ops[op].value];
+        int s = (int)scanfuse_dtype_size(v->dtype);
+        if (sf_value_numel(v) == n && s > w) w = s;
+    }
+    return w > 16 ? 16 : w;
+}
 
 /* A 0-d scan: the input converted (index 0), with the group's pointwise nodes. */
 typedef struct scan0_arg {
@@ -623,13 +634,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * float32 and int64 unchanged (0.66), in two runs.  row_stage=0: the register
          * tiles.  (Two stages a block, the next tile's copies issued before the current
          * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
-        /* row_rts=CT (an experiment, not yet run on a GPU): reduce-then-scan over chunks
-         * of CT tiles (sf_row_scan_rts), blocks of 256 */
-        int rts = sf_cg_tune("row_rts", 0);
-        if (rts > 4096) rts = 4096;
-        if (rts > 0 && len > 256 * (int64_t)items) threads = 256;
-        else rts = 0;
-        bool stage = rts == 0 && sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 &&
+        bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 &&
                      len > 256 * (int64_t)items;
         if (stage) { /* wide inputs: shorter tiles */
             int it = items;
@@ -664,21 +669,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (minb > 8) minb = 8;
         /* strips of V steps a lane: one 16-byte access for the widest operand, so every
          * warp access, loads and stores, is one contiguous run (int32 -> int64 1-D on the
-         * H200: 0.47 of copy with V from the input, 0.56 from the output; row_vec=N: V = N) */
+         * H200: 0.47 of copy with V from the input, 0.56 from the output; row_vec=N: V = N).
+         * One-tile rows leave out inputs read again by every row (from the L1 or L2):
+         * bfloat16 rows scaled by float32 weights, [8192, 8192], 0.60 -> 0.64 of copy with
+         * 16-byte accesses of the bfloat16 input (NOTES session 9). */
         int vec = sf_cg_tune("row_vec", 0);
-        if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / widest(g->f, k, true);
+        if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / (lb ? widest(g->f, k, true) : widest_streamed(g->f, k, rows * len));
         if (vec > items) vec = items;
-        if (rts > 0) {
-            int64_t cpr = ceil_div(tpr, rts), nq = rows * cpr, cap = (int64_t)sms * minb;
-            k->scratch_bytes = 16 + (2 * ntiles + nq) * 2 * sk.tsize; /* A, PT per tile; CPI per chunk */
-            k->grid = sf_cg_grid(cap);
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan_rts<%s::Op, %s, 256, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          minb, ki, io, io, items, vec, rts, excl ? "true" : "false", (long long)rows, (long long)len,
-                          (long long)tpr);
-            return SCANFUSE_OK;
-        }
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */
@@ -709,19 +706,24 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int es = widest_input(g->f, k);
         int w = es >= 4 ? 32 : es == 2 ? 64 : 128;
         int rg = 256 / w;
+        /* Tiles staged in shared memory by cp.async (sf_col_tile_scan's STAGE): no tile
+         * held in registers across the look-back, 40 registers, 6 blocks an SM (the
+         * register tiles: 62, 4), at most 40 KB of inputs a tile (shorter tiles for wide
+         * or many inputs).  H200, NOTES session 9: [4096, 4096] float32 dim 0 0.52 ->
+         * 0.70 of copy at 16 steps a thread, 0.76 at 32; bfloat16 0.32 -> 0.52 / 0.62.
+         * col_stage=0: the register tiles. */
+        bool stage = sf_cg_tune("col_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0;
         int l = sf_cg_tune("col_l", 0);
         if (l <= 0) {
             /* 16 steps a thread (8 for 16-byte states); 8 where 16 leaves fewer than two
              * tiles an SM (fewer than 8 measured slower: [2048, 128] 22.7 us at 2 steps,
-             * 16.9 us at 8) */
+             * 16.9 us at 8); staged, 32 where that still leaves 8 tiles an SM ([8192,
+             * 256], 4 tiles an SM at 16 steps: 0.68 at 16, 0.64 at 32) */
             l = sk.tsize > 8 ? 8 : 16;
             if (l > 8 && ceil_div(len, (int64_t)rg * l) * ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
+            if (stage && l == 16 && ceil_div(len, (int64_t)rg * 32) * ceil_div(ncols, w) >= 8 * (int64_t)sms) l = 32;
         }
         if (l > 32) l = 32;
-        /* col_stage=1 (an experiment): tiles staged in shared memory by cp.async
-         * (sf_col_tile_scan's STAGE), at most 40 KB of inputs a tile (shorter tiles for
-         * wide or many inputs) */
-        bool stage = sf_cg_tune("col_stage", 0) == 1 && g->pl->arch >= 80 && inb > 0;
         while (stage && (int64_t)rg * l * w * inb > 40960) {
             if (l <= 4) stage = false;
             else l /= 2;
@@ -750,9 +752,12 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + nst * w * 2 * sk.tsize; /* self-validating words */
         }
-        /* col_minb=B (an experiment): at least B blocks an SM (the default kernel takes
-         * 62 registers at 16 steps, 4 blocks an SM) */
-        int cminb = sf_cg_tune("col_minb", 0);
+        /* staged: as many blocks an SM as the stage leaves room for, up to 6 (40
+         * registers, no spills at 16 or 32 steps for states up to 8 bytes; wider states
+         * spill, so no bound); col_minb=B: B */
+        int64_t sbytes = (int64_t)rg * l * w * inb + 4608; /* the stage, the exchange arrays */
+        int cminb = stage && sk.tsize <= 8 ? (int)(232448 / sbytes < 6 ? 232448 / sbytes : 6) : 0;
+        cminb = sf_cg_tune("col_minb", cminb);
         if (cminb > 8) cminb = 8;
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);

@@ -509,27 +509,35 @@ static void build_programs(void) {
      * tiles of 512 threads without staging (row_stage=0) */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_stage=0", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_stage=0", G_FULL);
-    /* reduce-then-scan over chunks of tiles (row_rts=CT, an experiment): chunks of 3,
-     * 2 and 5 tiles, several rows, both directions, the last chunk of a row partial */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_rts=3", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_rts=2", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_rts=5", G_DEFAULT);
-    /* the tiles-done count relaxed and the pollers spinning (lb_done=1, lb_wait_ns=0:
-     * measured faster, NOTES session 8), rows with prefix chains and columns; with
+    /* the tiles-done count relaxed by default; with release and fence (lb_done=0), and
+     * the pollers spinning (lb_wait_ns=0), rows with prefix chains and columns; with
      * every launch after the first the counters' reset is exercised too */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_done=1,lb_wait_ns=0", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_done=1,lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
-    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_done=1,lb_wait_ns=0", G_FULL);
-    /* column tiles staged in shared memory (col_stage=1, an experiment): 1-, 2-, 4- and
-     * 8-byte columns (128, 64, 32, 32 columns a tile), a 3-d tensor whose inner column
-     * dim holds whole column blocks (64) or not (40: some tiles staged, some read from
-     * global memory), rows misaligned for 16-byte copies (33 columns) */
-    prog_scans(SCANFUSE_FLOAT32, S2(2048, 128), 0, "col_stage=1", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 192), 0, "col_stage=1", G_DEFAULT);
-    prog_scans(SCANFUSE_UINT8, S2(700, 256), 0, "col_stage=1", G_FULL);
-    prog_scans(SCANFUSE_INT64, S3(4, 300, 64), 1, "col_stage=1", G_FULL);
-    prog_scans(SCANFUSE_FLOAT32, S3(4, 300, 40), 1, "col_stage=1,col_l=4", G_DEFAULT);
-    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "col_stage=1", G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_done=0", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_done=0,lb_wait_ns=0", G_FULL);
+    /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
+     * (128, 64, 32, 32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
+     * whose inner column dim holds whole column blocks (64) or not (40: some tiles
+     * staged, some read from global memory); the register tiles (col_stage=0) */
+    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 192), 0, NULL, G_DEFAULT);
+    prog_scans(SCANFUSE_UINT8, S2(700, 256), 0, NULL, G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S2(3000, 96), 0, "col_l=32", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S3(4, 300, 64), 1, NULL, G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S3(4, 300, 40), 1, "col_l=4", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S2(2048, 128), 0, "col_stage=0", G_DEFAULT);
+    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "col_stage=0", G_FULL);
+    {
+        /* one-tile rows of bfloat16 scaled by float32 weights that every row reads:
+         * strips of 8 (16 bytes of the bfloat16 input, 32 of the weights) */
+        prog *p = newprog();
+        p->no_unfused = true;
+        P(p, "input x: bfloat16[6, 8192]\ninput w: float32[8192]\n"
+             "y = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\n"
+             "z = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true, exclusive=true)\n");
+        out_mag(p, "y", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1)");
+        out_mag(p, "z", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1, reverse=true, exclusive=true)");
+        finish(p);
+    }
     {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input
@@ -551,11 +559,10 @@ static void build_programs(void) {
         out_mag(p, "z", T_SUM, "cumsum(abs(mul(cast(a, float64), cast(b, float64))), dim=1)");
         out_mag(p, "zr", T_SUM, "cumsum(abs(mul(cast(a, float64), cast(b, float64))), dim=1, reverse=true)");
         finish(p);
-        /* the same inputs along columns, staged (col_stage=1): 8-byte int64 rows of 256
-         * bytes beside uint8 rows of 32, the broadcast input read from global memory */
+        /* the same inputs along columns, staged: 8-byte int64 rows of 256 bytes beside
+         * uint8 rows of 32, the broadcast input read from global memory */
         p = newprog();
         p->no_unfused = true;
-        p->tune = "col_stage=1";
         P(p, "input c: uint8[3001, 96]\ninput d: int64[3001, 96]\ninput e: int32[1, 96]\n"
              "s = add(add(cast(c, int64), d), expand(cast(e, int64), [3001, 96]))\n"
              "y = cumsum(s, dim=0)\nyr = cumsum(s, dim=0, reverse=true, exclusive=true)\n");
@@ -1044,9 +1051,9 @@ static void build_coverage(void) {
         p->tune = "row_pipe=1,row_threads=256,row_g=2,row_g2=2,row_items=4";
     }
     {
-        /* column tiles staged in shared memory (col_stage=1): float32 columns of several
-         * chunks, exclusive and reverse; a 3-d tensor whose inner column dim holds some
-         * column blocks whole (staged) and some not; bfloat16 beside a broadcast float32 */
+        /* column tiles held in registers (col_stage=0; staged in shared memory by
+         * default): float32 columns of several chunks, exclusive and reverse; a 3-d
+         * tensor; bfloat16 beside a broadcast float32 */
         prog *p = newprog();
         P(p, "input a: float32[300, 64]\ninput b: int64[3, 200, 40]\ninput c: bfloat16[100, 96]\ninput w: float32[96]\n"
              "x = cumsum(a, dim=0, exclusive=true, reverse=true)\ny, yi = cummax(b, dim=1)\n"
@@ -1055,16 +1062,7 @@ static void build_coverage(void) {
         out(p, "y", T_EXACT);
         out(p, "z", T_EXACT);
         finish(p);
-        p->tune = "col_stage=1,col_l=4";
-    }
-    {
-        prog *p = newprog(); /* reduce-then-scan over chunks of 2 tiles (row_rts=2) */
-        P(p, "input a: float32[20001]\ninput b: int64[3, 7001]\n"
-             "x = cumsum(a, dim=0, exclusive=true)\ny = cumsum(b, dim=1, reverse=true)\n");
-        out(p, "x", T_EXACT);
-        out(p, "y", T_EXACT);
-        finish(p);
-        p->tune = "row_rts=2,row_items=4";
+        p->tune = "col_stage=0,col_l=4";
     }
     {
         prog *p = newprog(); /* without programmatic dependent launch (pdl=0, the

@@ -2,11 +2,11 @@
 # tools/cuda_emu/scans.sh — the block scan kernels' generated CUDA C run on the CPU
 # (run.sh with EMU_SCAN=1: the first row or column scan kernel of each program as a grid of one
 # block, which then takes every tile in turn, so each look-back finds its tiles done)
-# against the reference evaluator, bit for bit, under the default kernel (tiles staged
-# in shared memory) and the tuning variants: register tiles (row_stage=0), two tiles a
-# block (row_pipe=1), the reduce-then-scan over chunks (row_rts), the relaxed
-# tiles-done count (lb_done=1), staged column tiles (col_stage=1).  No GPU needed: a
-# CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
+# against the reference evaluator, bit for bit, under the default kernels (row and
+# column tiles staged in shared memory, a relaxed tiles-done count) and the tuning
+# variants: register tiles (row_stage=0, col_stage=0), two tiles a block (row_pipe=1),
+# the tiles-done count with release and fence (lb_done=0).  No GPU needed: a CTest
+# (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_scans.XXXXXX")
@@ -24,7 +24,7 @@ printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40
 fail=0
 n=0
 for prog in f32 i64rows f16 cummax fused widths; do
-    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 row_rts=2 row_rts=3,row_items=4 lb_done=1; do
+    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_done=0; do
         n=$((n + 1))
         if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
             echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
@@ -35,16 +35,18 @@ done
 # prefix chains of small groups
 printf 'input x: float32[2048, 128]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col.sf"
 printf 'input x: int64[3000, 33]\ny, i = cummin(x, dim=0)\noutput y, i\n' > "$D/coli.sf"
-# staged column tiles (col_stage=1): a bfloat16 input beside float32 weights broadcast
-# along the scan, 1- and 8-byte inputs side by side, 3-d tensors whose inner column dim
-# holds whole column blocks (64) or not (40: some tiles staged, some from global memory)
+# staged column tiles: a bfloat16 input beside float32 weights broadcast along the scan,
+# 1- and 8-byte inputs side by side, 3-d tensors whose inner column dim holds whole
+# column blocks (64) or not (40: some tiles staged, some from global memory)
 printf 'input x: bfloat16[1000, 192]\ninput w: float32[192]\ny = cumsum(mul(cast(x, float32), w), dim=0, reverse=true)\noutput y\n' > "$D/colbw.sf"
 printf 'input c: uint8[700, 64]\ninput d: int64[700, 64]\ny = cumsum(add(cast(c, int64), d), dim=0, exclusive=true)\noutput y\n' > "$D/colw.sf"
 printf 'input x: float32[4, 300, 64]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col3.sf"
 printf 'input x: float32[4, 300, 40]\ny, i = cummax(x, dim=1, reverse=true)\noutput y, i\n' > "$D/col3b.sf"
-for spec in "col pdl=1" "col col_g=2,col_g2=3,col_l=2" "coli pdl=1" "coli lb_done=1" \
-            "col col_stage=1" "col col_stage=1,col_l=32" "coli col_stage=1" "colbw col_stage=1" \
-            "colw col_stage=1" "col3 col_stage=1" "col3b col_stage=1" "col3 col_stage=1,col_l=4"; do
+# one-tile rows of bfloat16 scaled by float32 weights read by every row (strips of 8)
+printf 'input x: bfloat16[16, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/bfw.sf"
+for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
+            "coli pdl=1" "coli lb_done=0" "coli col_stage=0" "colbw pdl=1" "colw pdl=1" \
+            "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
@@ -52,7 +54,7 @@ for spec in "col pdl=1" "col col_g=2,col_g2=3,col_l=2" "coli pdl=1" "coli lb_don
     fi
 done
 # special values (NaN, infinities, signed zeros) and the strided path (noflags=1)
-for spec in "cummax pdl=1" "cummax row_rts=2" "col3b col_stage=1"; do
+for spec in "cummax pdl=1" "cummax lb_done=0" "col3b pdl=1"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
