@@ -37,6 +37,8 @@ scan f32_64x131072_d1 float32 "64, 131072" 1
 scan f16_32x2p20_d1 float16 "32, 1048576" 1
 scan f32_8192x256_d0 float32 "8192, 256" 0
 scan f32_2048x128_d0 float32 "2048, 128" 0
+scan bf16_2048x128_d0 bfloat16 "2048, 128" 0
+scan bool_2048x128_d0 bool "2048, 128" 0
 # the bytes of the 1-D 2^28 case in rows of exactly one tile (8192 steps: 256 threads x
 # 32 items): the same kernel and streaming with no look-back, so the gap to the 1-D
 # figure is the look-back's cost

@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=0,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -705,6 +705,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t ncols = rows;
         int es = widest_input(g->f, k);
         int w = es >= 4 ? 32 : es == 2 ? 64 : 128;
+        int cw = sf_cg_tune("col_w", 0); /* col_w=32, 64 or 128: W columns (an experiment) */
+        if (cw == 32 || cw == 64 || cw == 128) w = cw;
         int rg = 256 / w;
         /* Tiles staged in shared memory by cp.async (sf_col_tile_scan's STAGE): no tile
          * held in registers across the look-back, 40 registers, 6 blocks an SM (the
