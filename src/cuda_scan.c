@@ -20,10 +20,10 @@
  *    tiles per row are chained by the deterministic two-level look-back (sf_lookback:
  *    tile aggregates within groups of row_g tiles, group aggregates within
  *    super-groups of row_g2 groups, one prefix chain link per super-group);
- *  - otherwise (scan along an outer dim): blocks of W columns x RG row groups
- *    (neighbouring columns are neighbours in memory for contiguous tensors; W columns
- *    of the widest input make 128 bytes), tiles of RG*L steps, chained along the scan
- *    by the two-level column look-back (sf_col_tile_scan).
+ *  - otherwise (scan along an outer dim): blocks of 32 columns x 8 row groups
+ *    (neighbouring columns are neighbours in memory for contiguous tensors), tiles of
+ *    8*L steps staged in shared memory, chained along the scan by the two-level column
+ *    look-back (sf_col_tile_scan).
  * A lane's V consecutive steps use one vector access per operand when every operand is
  * contiguous along the scan and aligned (checked at run time per thread), element
  * accesses otherwise.
@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=0,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=0"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -456,18 +456,15 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     return ok;
 }
 
-/* Bytes of the widest element a kernel reads (its non-output operands; 1 if none), or
- * with outputs too reads or writes. */
-static int widest(const scanfuse_fusion *f, const sf_cuda_kernel *k, bool outputs) {
+/* Bytes of the widest element a kernel reads or writes (1 if none). */
+static int widest(const scanfuse_fusion *f, const sf_cuda_kernel *k) {
     int w = 1;
     for (int op = 0; op < k->nops; op++) {
-        if (k->ops[op].out && !outputs) continue;
         int s = (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
         if (s > w) w = s;
     }
     return w > 16 ? 16 : w;
 }
-static int widest_input(const scanfuse_fusion *f, const sf_cuda_kernel *k) { return widest(f, k, false); }
 /* Bytes of the widest element among the operands of n elements, the ones a kernel of n
  * elements streams (the others are broadcast: read again and again); 1 if none. */
 static int widest_streamed(const scanfuse_fusion *f, const sf_cuda_kernel *k, int64_t n) {
@@ -609,7 +606,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * 0.60 and 0.66 (H200, NOTES session 7).  More than 8 strips a thread spill (each
          * keeps a state across the look-back).  Single-tile rows keep 256 x 16, which
          * fills the block for rows of 4096. */
-        int v16 = 16 / widest(g->f, k, true);
+        int v16 = 16 / widest(g->f, k);
         int items = sf_cg_tune("row_items", 0);
         if (items <= 0) {
             items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 8 * v16 : 16;
@@ -636,6 +633,11 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
         bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 &&
                      len > 256 * (int64_t)items;
+        /* row_stage1=1 (an experiment): one-tile rows staged too, when the whole row's
+         * inputs fit 40 KB (no look-back: the stage only frees the registers) */
+        if (!stage && sf_cg_tune("row_stage1", 0) == 1 && g->pl->arch >= 80 && inb > 0 &&
+            len <= 256 * (int64_t)items && 256 * (int64_t)items * inb <= 40960)
+            stage = true;
         if (stage) { /* wide inputs: shorter tiles */
             int it = items;
             while (256 * (int64_t)it * inb > 40960 && it > v16) it /= 2;
@@ -674,7 +676,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bfloat16 rows scaled by float32 weights, [8192, 8192], 0.60 -> 0.64 of copy with
          * 16-byte accesses of the bfloat16 input (NOTES session 9). */
         int vec = sf_cg_tune("row_vec", 0);
-        if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / (lb ? widest(g->f, k, true) : widest_streamed(g->f, k, rows * len));
+        if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / (lb ? widest(g->f, k) : widest_streamed(g->f, k, rows * len));
         if (vec > items) vec = items;
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
@@ -698,15 +700,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       excl ? "true" : "false", stage ? "true" : "false", (long long)rows, (long long)len,
                       (long long)tpr);
     } else {
-        /* a block of W columns x RG row groups, L steps a thread (sf_col_tile_scan): W
-         * columns of the widest input make a 128-byte run.  (One block per 8 columns
-         * with no look-back, measured slower in session 2, was removed in session 8.) */
+        /* a block of W = 32 columns x RG = 8 row groups, L steps a thread
+         * (sf_col_tile_scan).  (W columns of the widest input making 128 bytes, 64 or 128
+         * for 2- and 1-byte inputs, measured slower on the H200: bfloat16 [4096, 4096]
+         * 0.64 against 0.67 of copy, [2048, 128] 15.3 against 13.7 us a call, bool 22.7
+         * against 15.7, NOTES session 9; col_w=64 or 128 gives them.  One block per 8
+         * columns with no look-back, measured slower in session 2, was removed in
+         * session 8.) */
         k->kind = SF_CUK_SCAN_COL;
         int64_t ncols = rows;
-        int es = widest_input(g->f, k);
-        int w = es >= 4 ? 32 : es == 2 ? 64 : 128;
-        int cw = sf_cg_tune("col_w", 0); /* col_w=32, 64 or 128: W columns (an experiment) */
-        if (cw == 32 || cw == 64 || cw == 128) w = cw;
+        int w = sf_cg_tune("col_w", 32);
+        if (w != 64 && w != 128) w = 32;
         int rg = 256 / w;
         /* Tiles staged in shared memory by cp.async (sf_col_tile_scan's STAGE): no tile
          * held in registers across the look-back, 40 registers, 6 blocks an SM (the

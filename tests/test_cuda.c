@@ -538,6 +538,20 @@ static void build_programs(void) {
         out_mag(p, "z", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1, reverse=true, exclusive=true)");
         finish(p);
     }
+    /* one-tile rows staged in shared memory (row_stage1=1, an experiment): bfloat16
+     * rows of one whole tile, float32 rows ending mid-tile (the checked path), bfloat16
+     * scaled by float32 weights read by every row (both staged) */
+    prog_scans(SCANFUSE_BFLOAT16, S2(5, 4096), 1, "row_stage1=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S2(7, 3001), 1, "row_stage1=1", G_DEFAULT);
+    {
+        prog *p = newprog();
+        p->no_unfused = true;
+        p->tune = "row_stage1=1";
+        P(p, "input x: bfloat16[6, 4096]\ninput w: float32[4096]\n"
+             "y = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\n");
+        out_mag(p, "y", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1, reverse=true)");
+        finish(p);
+    }
     {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input
@@ -1063,6 +1077,13 @@ static void build_coverage(void) {
         out(p, "z", T_EXACT);
         finish(p);
         p->tune = "col_stage=0,col_l=4";
+    }
+    {
+        prog *p = newprog(); /* one-tile rows staged (row_stage1=1, an experiment) */
+        P(p, "input a: bfloat16[5, 4096]\nx = cumsum(a, dim=1, exclusive=true)\n");
+        out(p, "x", T_EXACT);
+        finish(p);
+        p->tune = "row_stage1=1";
     }
     {
         prog *p = newprog(); /* without programmatic dependent launch (pdl=0, the

@@ -5,7 +5,8 @@
 # against the reference evaluator, bit for bit, under the default kernels (row and
 # column tiles staged in shared memory, a relaxed tiles-done count) and the tuning
 # variants: register tiles (row_stage=0, col_stage=0), two tiles a block (row_pipe=1),
-# the tiles-done count with release and fence (lb_done=0).  No GPU needed: a CTest
+# the tiles-done count with release and fence (lb_done=0), staged one-tile rows
+# (row_stage1=1).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -42,11 +43,15 @@ printf 'input x: bfloat16[1000, 192]\ninput w: float32[192]\ny = cumsum(mul(cast
 printf 'input c: uint8[700, 64]\ninput d: int64[700, 64]\ny = cumsum(add(cast(c, int64), d), dim=0, exclusive=true)\noutput y\n' > "$D/colw.sf"
 printf 'input x: float32[4, 300, 64]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col3.sf"
 printf 'input x: float32[4, 300, 40]\ny, i = cummax(x, dim=1, reverse=true)\noutput y, i\n' > "$D/col3b.sf"
-# one-tile rows of bfloat16 scaled by float32 weights read by every row (strips of 8)
+# one-tile rows of bfloat16 scaled by float32 weights read by every row (strips of 8),
+# and staged (row_stage1=1): the same at 4096 steps, float32 rows ending mid-tile
 printf 'input x: bfloat16[16, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/bfw.sf"
+printf 'input x: bfloat16[16, 4096]\ninput w: float32[4096]\ny = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\noutput y\n' > "$D/bfw4.sf"
+printf 'input x: float32[7, 3001]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/one.sf"
 for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
             "coli pdl=1" "coli lb_done=0" "coli col_stage=0" "colbw pdl=1" "colw pdl=1" \
-            "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1"; do
+            "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
+            "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
