@@ -448,6 +448,20 @@ static const char *const gather_progs[] = {
 };
 static const int64_t gather_irange[4][MAXIN] = {{0, 300}, {0, 40, 120}, {0, 1000}, {0, 100, 300}};
 
+/* uint8, int64 and a broadcast int32 input of shape eshape summed into int64, scanned
+ * along dim both ways (inputs of three widths in one staged tile) */
+static void prog_widths(const char *shape, const char *eshape, int dim) {
+    prog *p = newprog();
+    p->no_unfused = true;
+    P(p, "input c: uint8[%s]\ninput d: int64[%s]\ninput e: int32[%s]\n"
+         "s = add(add(cast(c, int64), d), expand(cast(e, int64), [%s]))\n"
+         "y = cumsum(s, dim=%d)\nyr = cumsum(s, dim=%d, reverse=true, exclusive=true)\n",
+      shape, shape, eshape, shape, dim, dim);
+    out(p, "y", T_EXACT);
+    out(p, "yr", T_EXACT);
+    finish(p);
+}
+
 static void build_programs(void) {
     const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
                                   SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
@@ -556,17 +570,10 @@ static void build_programs(void) {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input
          * broadcast along the scan, reverse and exclusive (tiles of 8 items a thread) */
-        prog *p = newprog();
-        p->no_unfused = true;
-        P(p, "input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 1]\n"
-             "s = add(add(cast(c, int64), d), expand(cast(e, int64), [2, 40001]))\n"
-             "y = cumsum(s, dim=1)\nyr = cumsum(s, dim=1, reverse=true, exclusive=true)\n");
-        out(p, "y", T_EXACT);
-        out(p, "yr", T_EXACT);
-        finish(p);
+        prog_widths("2, 40001", "2, 1", 1);
         /* bfloat16 (8-byte strips) and float32 (16-byte strips) inputs staged together
          * (tiles of 16 items a thread, to fit 40 KB) */
-        p = newprog();
+        prog *p = newprog();
         p->no_unfused = true;
         P(p, "input a: bfloat16[3, 30001]\ninput b: float32[3, 30001]\n"
              "z = cumsum(mul(cast(a, float32), b), dim=1)\nzr = cumsum(mul(cast(a, float32), b), dim=1, reverse=true)\n");
@@ -575,14 +582,7 @@ static void build_programs(void) {
         finish(p);
         /* the same inputs along columns, staged: 8-byte int64 rows of 256 bytes beside
          * uint8 rows of 32, the broadcast input read from global memory */
-        p = newprog();
-        p->no_unfused = true;
-        P(p, "input c: uint8[3001, 96]\ninput d: int64[3001, 96]\ninput e: int32[1, 96]\n"
-             "s = add(add(cast(c, int64), d), expand(cast(e, int64), [3001, 96]))\n"
-             "y = cumsum(s, dim=0)\nyr = cumsum(s, dim=0, reverse=true, exclusive=true)\n");
-        out(p, "y", T_EXACT);
-        out(p, "yr", T_EXACT);
-        finish(p);
+        prog_widths("3001, 96", "1, 96", 0);
     }
     /* column tiles (sf_col_tile_scan): prefix chains of small groups over many chunks */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 7), 0, "col_g=2,col_g2=3,col_l=2", G_DEFAULT);
