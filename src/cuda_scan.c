@@ -41,7 +41,8 @@
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
  * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=0"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
- * row_threads=256 keeps look-back rows in blocks of 256).  Elsewhere: pdl=0 (no
+ * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
+ * rows in blocks of 128).  Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
  * double), comb_*, small_* and count_* (cuda_combine.c, cuda_small.c, cuda_index.c).
  */
@@ -647,6 +648,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                 threads = 256;
             }
         }
+        /* row_threads=128 (an experiment): one-tile rows in blocks of 128 with twice the
+         * items, so twice the blocks an SM hold the same registers a thread */
+        if (sf_cg_tune("row_threads", 0) == 128 && !stage && len <= threads * (int64_t)items && items <= 32) {
+            threads = 128;
+            items *= 2;
+            gsz = gsz > 64 ? 64 : gsz; /* (sf_lookback: at most one aggregate a thread of a half) */
+            g2 = g2 > 64 ? 64 : g2;
+        }
         int64_t tile = threads * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
@@ -692,7 +701,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           (long long)len, (long long)tpr);
             return SCANFUSE_OK;
         }
-        int bps = threads == 512 ? (minb + 1) / 2 : minb;
+        int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                       "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",

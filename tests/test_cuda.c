@@ -552,6 +552,20 @@ static void build_programs(void) {
         out_mag(p, "z", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1, reverse=true, exclusive=true)");
         finish(p);
     }
+    /* one-tile rows in blocks of 128 threads with twice the items (row_threads=128, an
+     * experiment): bfloat16 rows of one whole tile, float32 rows ending mid-tile, the
+     * fused bfloat16 chain with weights read by every row */
+    prog_scans(SCANFUSE_BFLOAT16, S2(5, 4094), 1, "row_threads=128", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S2(9, 3001), 1, "row_threads=128", G_DEFAULT);
+    {
+        prog *p = newprog();
+        p->no_unfused = true;
+        p->tune = "row_threads=128";
+        P(p, "input x: bfloat16[3, 8192]\ninput w: float32[8192]\n"
+             "y = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\n");
+        out_mag(p, "y", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1)");
+        finish(p);
+    }
     /* one-tile rows staged in shared memory (row_stage1=1, an experiment): bfloat16
      * rows of one whole tile, float32 rows ending mid-tile (the checked path), bfloat16
      * scaled by float32 weights read by every row (both staged) */
@@ -1077,6 +1091,13 @@ static void build_coverage(void) {
         out(p, "z", T_EXACT);
         finish(p);
         p->tune = "col_stage=0,col_l=4";
+    }
+    {
+        prog *p = newprog(); /* one-tile rows of 128 threads (row_threads=128, an experiment) */
+        P(p, "input a: bfloat16[5, 4096]\nx = cumsum(a, dim=1, reverse=true)\n");
+        out(p, "x", T_EXACT);
+        finish(p);
+        p->tune = "row_threads=128";
     }
     {
         prog *p = newprog(); /* one-tile rows staged (row_stage1=1, an experiment) */

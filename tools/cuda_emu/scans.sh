@@ -6,7 +6,7 @@
 # column tiles staged in shared memory, a relaxed tiles-done count) and the tuning
 # variants: register tiles (row_stage=0, col_stage=0), two tiles a block (row_pipe=1),
 # the tiles-done count with release and fence (lb_done=0), staged one-tile rows
-# (row_stage1=1).  No GPU needed: a CTest
+# (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -51,7 +51,8 @@ printf 'input x: float32[7, 3001]\ny = cumsum(x, dim=1, exclusive=true)\noutput 
 for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
             "coli pdl=1" "coli lb_done=0" "coli col_stage=0" "colbw pdl=1" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
-            "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1"; do
+            "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
+            "bfw row_threads=128"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
