@@ -648,9 +648,16 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                 threads = 256;
             }
         }
-        /* row_threads=128 (an experiment): one-tile rows in blocks of 128 with twice the
-         * items, so twice the blocks an SM hold the same registers a thread */
-        if (sf_cg_tune("row_threads", 0) == 128 && !stage && len <= threads * (int64_t)items && items <= 32) {
+        /* One-tile rows of at most 8 KB of streamed input a tile: blocks of 128 with twice
+         * the items, so twice the blocks an SM (8 of 64 registers a thread) hold twice the
+         * bytes in flight.  H200 (NOTES session 9): bfloat16 [4096, 4096] dim 1 0.73 ->
+         * 0.80 of copy; 16 KB tiles lost (float32 [4096, 4096] dim 1 0.96 -> 0.89,
+         * rows of 8192 float32 0.92 -> 0.44).  row_threads=128 forces it for every
+         * one-tile row, row_threads=256 keeps 256. */
+        int rthr = sf_cg_tune("row_threads", 0);
+        bool small_tile = 256 * (int64_t)items * widest_streamed(g->f, k, rows * len) <= 8192;
+        if ((rthr == 128 || (rthr == 0 && small_tile)) && threads == 256 && !stage &&
+            len <= threads * (int64_t)items && items <= 32) {
             threads = 128;
             items *= 2;
             gsz = gsz > 64 ? 64 : gsz; /* (sf_lookback: at most one aggregate a thread of a half) */
