@@ -552,10 +552,12 @@ static void build_programs(void) {
         out_mag(p, "z", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1, reverse=true, exclusive=true)");
         finish(p);
     }
-    /* one-tile rows in blocks of 128 threads with twice the items (row_threads=128, an
-     * experiment): bfloat16 rows of one whole tile, float32 rows ending mid-tile, the
-     * fused bfloat16 chain with weights read by every row */
+    /* one-tile rows in blocks of 128 threads with twice the items (by default for tiles
+     * of at most 8 KB; row_threads=128 for any): bfloat16 rows of one whole tile,
+     * float16 rows ending mid-tile, float32 rows too, the fused bfloat16 chain with
+     * weights read by every row */
     prog_scans(SCANFUSE_BFLOAT16, S2(5, 4094), 1, "row_threads=128", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(6, 4000), 1, NULL, G_DEFAULT); /* 128 threads by default */
     prog_scans(SCANFUSE_FLOAT32, S2(9, 3001), 1, "row_threads=128", G_DEFAULT);
     {
         prog *p = newprog();
