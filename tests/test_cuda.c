@@ -530,7 +530,7 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_done=0,lb_wait_ns=0", G_FULL);
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
-     * (128, 64, 32, 32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
+     * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles
      * staged, some read from global memory); the register tiles (col_stage=0) */
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 192), 0, NULL, G_DEFAULT);
@@ -1095,7 +1095,7 @@ static void build_coverage(void) {
         p->tune = "col_stage=0,col_l=4";
     }
     {
-        prog *p = newprog(); /* one-tile rows of 128 threads (row_threads=128, an experiment) */
+        prog *p = newprog(); /* one-tile rows of 128 threads (row_threads=128) */
         P(p, "input a: bfloat16[5, 4096]\nx = cumsum(a, dim=1, reverse=true)\n");
         out(p, "x", T_EXACT);
         finish(p);
