@@ -745,7 +745,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (l > 8 && ceil_div(len, (int64_t)rg * l) * ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
             if (stage && l == 16 && ceil_div(len, (int64_t)rg * 32) * ceil_div(ncols, w) >= 8 * (int64_t)sms) l = 32;
         }
-        if (l > 32) l = 32;
+        if (l > (stage ? 64 : 32)) l = stage ? 64 : 32; /* col_l=64: staged only (an experiment) */
         while (stage && (int64_t)rg * l * w * inb > 40960) {
             if (l <= 4) stage = false;
             else l /= 2;

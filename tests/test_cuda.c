@@ -536,6 +536,7 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 192), 0, NULL, G_DEFAULT);
     prog_scans(SCANFUSE_UINT8, S2(700, 256), 0, NULL, G_FULL);
     prog_scans(SCANFUSE_FLOAT32, S2(3000, 96), 0, "col_l=32", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(1500, 96), 0, "col_l=64", G_DEFAULT); /* an experiment */
     prog_scans(SCANFUSE_INT64, S3(4, 300, 64), 1, NULL, G_FULL);
     prog_scans(SCANFUSE_FLOAT32, S3(4, 300, 40), 1, "col_l=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(2048, 128), 0, "col_stage=0", G_DEFAULT);

@@ -49,7 +49,7 @@ printf 'input x: bfloat16[16, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul
 printf 'input x: bfloat16[16, 4096]\ninput w: float32[4096]\ny = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\noutput y\n' > "$D/bfw4.sf"
 printf 'input x: float32[7, 3001]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/one.sf"
 for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
-            "coli pdl=1" "coli lb_done=0" "coli col_stage=0" "colbw pdl=1" "colw pdl=1" \
+            "coli pdl=1" "coli lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
             "bfw row_threads=128"; do
