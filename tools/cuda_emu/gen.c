@@ -18,6 +18,18 @@ static void wfile(const char *dir, const char *name, const void *p, size_t n) {
     FILE *f = fopen(path, "wb"); fwrite(p, 1, n, f); fclose(f);
 }
 
+/* The harness's float kind of a dtype (its NaN test): 2 float16, 3 bfloat16, 4 float32,
+ * 8 float64, 0 not a float. */
+static int float_kind(scanfuse_dtype dt) {
+    switch (dt) {
+    case SCANFUSE_FLOAT16: return 2;
+    case SCANFUSE_BFLOAT16: return 3;
+    case SCANFUSE_FLOAT32: return 4;
+    case SCANFUSE_FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
 static int32_t base_of(const scanfuse_fusion *f, int32_t v) {
     for (;;) {
         int p = f->values[v].producer;
@@ -107,7 +119,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < no; i++) isout |= f->outputs[i] == v;
         if (fv->producer >= 0 && sf_node_is_setup(f->nodes[fv->producer].op)) { printf("unsupported view v%d\n", v); return 3; }
         fprintf(fl, "{%d, %lld, %d, %d, %d, %d},\n", v, (long long)sf_value_numel(fv), (int)scanfuse_dtype_size(fv->dtype),
-                isin, isout, sf_dtype_is_float(fv->dtype) ? (int)scanfuse_dtype_size(fv->dtype) : 0);
+                isin, isout, float_kind(fv->dtype));
     }
     fprintf(fl, "{-1, 0, 0, 0, 0, 0}};\nstatic const Word words[] = {\n");
     if (scan) { /* sf_args: ptr, st (the kernel's index space), aux, scratch, err, epoch, tile_base, flags, pad */

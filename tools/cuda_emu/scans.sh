@@ -59,8 +59,10 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
         echo "FAIL $1 under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
     fi
 done
-# special values (NaN, infinities, signed zeros) and the strided path (noflags=1)
-for spec in "cummax pdl=1" "cummax lb_done=0" "col3b pdl=1"; do
+# special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
+# path (noflags=1), 16-bit floats too
+printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
+for spec in "cummax pdl=1" "cummax lb_done=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
