@@ -462,6 +462,22 @@ static void prog_widths(const char *shape, const char *eshape, int dim) {
     finish(p);
 }
 
+/* bfloat16 rows [rows, len] scaled by float32 weights that every row reads, scanned along
+ * the rows (flags: the scan's extra attributes), the result cast back to bfloat16 if
+ * cast_out; under tune */
+static void prog_weighted(int rows, int len, const char *tune, bool cast_out, const char *flags) {
+    prog *p = newprog();
+    p->no_unfused = true;
+    p->tune = tune;
+    P(p, "input x: bfloat16[%d, %d]\ninput w: float32[%d]\n", rows, len, len);
+    if (cast_out) P(p, "y = cast(cumsum(mul(cast(x, float32), w), dim=-1%s), bfloat16)\n", flags);
+    else P(p, "y = cumsum(mul(cast(x, float32), w), dim=-1%s)\n", flags);
+    char m[160];
+    snprintf(m, sizeof m, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1%s)", flags);
+    out_mag(p, "y", T_SUM, m);
+    finish(p);
+}
+
 static void build_programs(void) {
     const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
                                   SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
@@ -560,29 +576,13 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_BFLOAT16, S2(5, 4094), 1, "row_threads=128", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(6, 4000), 1, NULL, G_DEFAULT); /* 128 threads by default */
     prog_scans(SCANFUSE_FLOAT32, S2(9, 3001), 1, "row_threads=128", G_DEFAULT);
-    {
-        prog *p = newprog();
-        p->no_unfused = true;
-        p->tune = "row_threads=128";
-        P(p, "input x: bfloat16[3, 8192]\ninput w: float32[8192]\n"
-             "y = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\n");
-        out_mag(p, "y", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1)");
-        finish(p);
-    }
+    prog_weighted(3, 8192, "row_threads=128", true, "");
     /* one-tile rows staged in shared memory (row_stage1=1, an experiment): bfloat16
      * rows of one whole tile, float32 rows ending mid-tile (the checked path), bfloat16
      * scaled by float32 weights read by every row (both staged) */
     prog_scans(SCANFUSE_BFLOAT16, S2(5, 4096), 1, "row_stage1=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(7, 3001), 1, "row_stage1=1", G_DEFAULT);
-    {
-        prog *p = newprog();
-        p->no_unfused = true;
-        p->tune = "row_stage1=1";
-        P(p, "input x: bfloat16[6, 4096]\ninput w: float32[4096]\n"
-             "y = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\n");
-        out_mag(p, "y", T_SUM, "cumsum(abs(mul(cast(x, float64), cast(w, float64))), dim=-1, reverse=true)");
-        finish(p);
-    }
+    prog_weighted(6, 4096, "row_stage1=1", false, ", reverse=true");
     {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input
