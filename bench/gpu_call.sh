@@ -8,6 +8,7 @@
 # "cudatest": test_cuda alone (SF_CUDA_TEST_FILTER / _EXTRAS apply); "examples": every
 # example on cuda, checked; "pybench": gpu_bench.py for PYBENCH_ONLY's filters; "probe": bench/gpu_probe_rows.py; "python":
 # pytest + samples; PROBE_TUNES also runs the probe under those variants; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
+# "trace": look-back tile phase times (TRACE_CASES x TRACE_TUNES, bench/lb_trace.py);
 # "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
 # (PyTorch side by side).
 set -uo pipefail
@@ -65,6 +66,21 @@ for s in $stages; do
                            "$line" "$ex@$tv" || echo "$ex@$tv: $line"
                    done
                done ;;
+        trace) # where look-back tiles spend their time (bench/lb_trace.py): for each case of
+               # TRACE_CASES (gpu_cli_bench.sh's names) and variant of TRACE_TUNES, one bench
+               # of 3 runs under lb_trace=1; the last launch's records are read
+               [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
+               td=$(mktemp -d); WRITE_CASES=$td bash bench/gpu_cli_bench.sh
+               for c in ${TRACE_CASES:-1d_f32_2p28}; do
+                   for tv in default ${TRACE_TUNES:-}; do
+                       [ "$tv" = default ] && t=lb_trace=1 || t=lb_trace=1,$tv
+                       rm -f "$OUT/trace.bin"
+                       SCANFUSE_CUDA_TUNE=$t SCANFUSE_CUDA_TRACE=$OUT/trace.bin timeout 120 build-gpu/scanfuse bench \
+                           "$td/$c.sf" --device cuda --repeat 3 > /dev/null 2>"$OUT/err.txt" || tail -2 "$OUT/err.txt"
+                       python3 bench/lb_trace.py "$OUT/trace.bin" --label "$c@$tv" --json "$OUT/lb_trace.jsonl"
+                   done
+               done
+               rm -rf "$td" "$OUT/trace.bin" ;;
         cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}

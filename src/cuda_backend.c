@@ -370,6 +370,36 @@ static void fill_args(cuda_run *r, const sf_cuda_kernel *k, const sf_view *copy_
     *out = args;
 }
 
+/* Tuning lb_trace=1 (a measurement): after a look-back row kernel, waits for it and
+ * writes its tile records (sf_trace_rec, 32 bytes a tile) to the file named by
+ * $SCANFUSE_CUDA_TRACE, replacing the previous launch's (bench/lb_trace.py reads it). */
+static scanfuse_status dump_trace(cuda_run *r, const sf_cuda_kernel *k, int ki) {
+    const char *path = getenv("SCANFUSE_CUDA_TRACE");
+    if (!path || !*path) return SCANFUSE_OK;
+    void *buf = sf_malloc((size_t)k->trace_bytes);
+    if (!buf) {
+        sf_msg(r->msg, r->msglen, "cuda: out of memory (trace of kernel k%d)", ki);
+        return SCANFUSE_ERROR_MEMORY;
+    }
+    sf_CUdeviceptr at = r->s->scratch + (uint64_t)(k->scratch_off + k->scratch_bytes - k->trace_bytes);
+    sf_CUresult z = r->d->cuMemcpyDtoHAsync(buf, at, (size_t)k->trace_bytes, r->stream);
+    if (z == 0) z = r->d->cuStreamSynchronize(r->stream);
+    if (z != 0) {
+        free(buf);
+        sf_cuda_errmsg(r->d, z, "reading the trace", r->msg, r->msglen);
+        return SCANFUSE_ERROR_DEVICE;
+    }
+    FILE *fp = fopen(path, "wb");
+    bool ok = fp && fwrite(buf, 1, (size_t)k->trace_bytes, fp) == (size_t)k->trace_bytes;
+    if (fp && fclose(fp) != 0) ok = false;
+    free(buf);
+    if (!ok) {
+        sf_msg(r->msg, r->msglen, "cuda: cannot write the trace to '%s'", path);
+        return SCANFUSE_ERROR_IO;
+    }
+    return SCANFUSE_OK;
+}
+
 /* A small segment's kernel (cuda_small.c): its parameter packs the arguments of its
  * sub-kernels, in the words sf_cuda_small_words counts. */
 static void fill_small(cuda_run *r, const sf_cuda_kernel *k, uint64_t *w) {
@@ -438,6 +468,7 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
         sf_msg(r->msg, r->msglen, "%s (kernel k%d)", m, ki);
         return SCANFUSE_ERROR_DEVICE;
     }
+    if (k->trace_bytes > 0) return dump_trace(r, k, ki);
     return SCANFUSE_OK;
 }
 

@@ -1489,6 +1489,12 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_WAIT_NS %du\n", sf_cg_tune("lb_wait_ns", 32));
     /* a relaxed tiles-done count, no fence (sf_tile_done; lb_done=0: release + fence) */
     sf_buf_printf(&src, "#define SF_LB_DONE %d\n", sf_cg_tune("lb_done", 1) == 0 ? 0 : 1);
+    /* measurements only, never defaults (bench/NOTES.md, session 10): lb_trace=1 records
+     * each look-back row tile's phase times (sf_trace_rec); lb_diag=N gives WRONG
+     * results: 1 the look-back reads whatever is published without waiting, 2 no
+     * look-back, 3 no look-back and no tile counter either */
+    sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
+    sf_buf_printf(&src, "#define SF_LB_DIAG %d\n", sf_cg_tune("lb_diag", 0));
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");

@@ -98,6 +98,7 @@ typedef struct sf_cuda_kernel {
     int64_t scratch_off, scratch_bytes; /* its part of the scratch area; -1: the previous
                                            kernel's part */
     int64_t ntiles;                     /* > 0: dynamic tile ids (look-back scans)   */
+    int64_t trace_bytes;                /* tuning lb_trace=1: the last bytes of its part */
     uint32_t fast_mask;                 /* ITER operands whose contiguity gives the fast path */
     int err_slot;                       /* >= 0: its error slot (fallible kernels) */
     char err_what[16];                  /* CHECK: "index", "class", "id", "key"           */

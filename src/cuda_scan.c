@@ -675,6 +675,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             k->ntiles = ntiles;
             /* the header, then every state as self-validating words (8 bytes per 4) */
             k->scratch_bytes = 16 + nst * 2 * sk.tsize;
+            if (sf_cg_tune("lb_trace", 0) == 1) { /* sf_trace_rec a tile after the states */
+                k->trace_bytes = ntiles * 32;
+                k->scratch_bytes += k->trace_bytes;
+            }
         }
         /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
          * states kept across the look-back fit without spills (6 spilled); staged tiles
