@@ -1493,6 +1493,9 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * each look-back row tile's phase times (sf_trace_rec); lb_diag=N gives WRONG
      * results: 1 the look-back reads whatever is published without waiting, 2 no
      * look-back, 3 no look-back and no tile counter either */
+    /* look-back tickets (sf_ticket_mode): 0 a tile counter and a tiles-done count, 1 one
+     * word for both and the epoch, 2 the same with static tile ids */
+    sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 0) & 3);
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
     sf_buf_printf(&src, "#define SF_LB_DIAG %d\n", sf_cg_tune("lb_diag", 0));
     for (int i = 0; sf_cuda_prelude[i]; i++) {
