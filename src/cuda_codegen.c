@@ -1487,17 +1487,18 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_MAXOPS %d\n", SF_CUDA_MAXOPS);
     /* the look-back's first back-off sleep (ns; 0: spin) */
     sf_buf_printf(&src, "#define SF_WAIT_NS %du\n", sf_cg_tune("lb_wait_ns", 32));
+    /* ... doubled up to this (ns) */
+    sf_buf_printf(&src, "#define SF_WAIT_MAX %du\n", sf_cg_tune("lb_wait_max", 512));
     /* a relaxed tiles-done count, no fence (sf_tile_done; lb_done=0: release + fence) */
     sf_buf_printf(&src, "#define SF_LB_DONE %d\n", sf_cg_tune("lb_done", 1) == 0 ? 0 : 1);
-    /* measurements only, never defaults (bench/NOTES.md, session 10): lb_trace=1 records
-     * each look-back row tile's phase times (sf_trace_rec); lb_diag=N gives WRONG
-     * results: 1 the look-back reads whatever is published without waiting, 2 no
-     * look-back, 3 no look-back and no tile counter either */
-    /* look-back tickets (sf_ticket_mode): 0 a tile counter and a tiles-done count, 1 one
-     * word for both and the epoch, 2 the same with static tile ids */
-    sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 0) & 3);
+    /* look-back tickets (sf_ticket_mode): 1 (the default) one word a tile for the tile
+     * number and the epoch, no tiles-done count; 0 a tile counter and a tiles-done count
+     * (H200, NOTES session 10: 1-D float32 0.684 -> 0.699, [8192, 256] dim 0 0.658 ->
+     * 0.694); 2 static tile ids for rows (slower: 0.672) */
+    sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 1) & 3);
+    /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
+     * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
-    sf_buf_printf(&src, "#define SF_LB_DIAG %d\n", sf_cg_tune("lb_diag", 0));
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");

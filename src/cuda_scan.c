@@ -39,10 +39,13 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=0"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
- * rows in blocks of 128).  Elsewhere: pdl=0 (no
+ * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
+ * before, lb_done applying to that count, lb_ticket=2 static tile ids for rows).
+ * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
+ * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
  * double), comb_*, small_* and count_* (cuda_combine.c, cuda_small.c, cuda_index.c).
  */

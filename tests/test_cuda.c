@@ -34,7 +34,7 @@
  * reference).  SF_CUDA_TEST_BIG=1 adds a cumsum over 2^31 + 7 uint8 elements into int32
  * (10.6 GB of device memory), checked element by element.
  *
- * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text contains TEXT
+ * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text or tuning contains TEXT
  * (several: A|B|C; the bad-tensor, determinism and big checks then run only with
  * SF_CUDA_TEST_EXTRAS=1);
  * SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
@@ -539,15 +539,16 @@ static void build_programs(void) {
      * tiles of 512 threads without staging (row_stage=0) */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_stage=0", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_stage=0", G_FULL);
-    /* the tiles-done count relaxed by default; with release and fence (lb_done=0), and
-     * the pollers spinning (lb_wait_ns=0), rows with prefix chains and columns; with
-     * every launch after the first the counters' reset is exercised too */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_done=0", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
-    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_done=0,lb_wait_ns=0", G_FULL);
-    /* one ticket word a tile, no tiles-done count (lb_ticket=1), and static tile ids
-     * (lb_ticket=2: rows; columns keep dynamic ids): a long row, rows with prefix chains,
-     * columns, spinning pollers; the tile records of lb_trace=1 beside the states */
+    /* Look-back tickets.  The default: one ticket word a tile, no tiles-done count
+     * (lb_ticket=1; the last take resets the word, exercised by every launch after the
+     * first).  The counter and tiles-done count of before (lb_ticket=0), relaxed
+     * (lb_done=1) or with release and fence (lb_done=0); static tile ids (lb_ticket=2:
+     * rows; columns keep dynamic ids).  Long rows, rows with prefix chains, columns,
+     * spinning pollers (lb_wait_ns=0), the tile records of lb_trace=1 beside the states. */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ticket=0,lb_done=0", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_ticket=0,lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=0,lb_done=0,lb_wait_ns=0", G_FULL);
+    prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=0", G_FULL);
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ticket=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ticket=2,lb_trace=1", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_ticket=2,lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
@@ -1243,8 +1244,8 @@ static void build_coverage(void) {
 /* Part A: every program generated and compiled by NVRTC                              */
 /* ---------------------------------------------------------------------------------- */
 
-/* SF_CUDA_TEST_FILTER: substrings separated by '|'; a program is wanted if its text
- * contains any of them. */
+/* SF_CUDA_TEST_FILTER: substrings separated by '|'; a program is wanted if its text or
+ * its tuning (SCANFUSE_CUDA_TUNE variant) contains any of them. */
 static bool wanted(const prog *p) {
     if (!filter) return true;
     for (const char *f = filter; *f;) {
@@ -1254,7 +1255,7 @@ static bool wanted(const prog *p) {
         if (n > 0 && n < sizeof sub) {
             memcpy(sub, f, n);
             sub[n] = 0;
-            if (strstr(p->text, sub)) return true;
+            if (strstr(p->text, sub) || (p->tune && strstr(p->tune, sub))) return true;
         }
         if (!bar) break;
         f = bar + 1;

@@ -3,9 +3,10 @@
 # (run.sh with EMU_SCAN=1: the first row or column scan kernel of each program as a grid of one
 # block, which then takes every tile in turn, so each look-back finds its tiles done)
 # against the reference evaluator, bit for bit, under the default kernels (row and
-# column tiles staged in shared memory, a relaxed tiles-done count) and the tuning
+# column tiles staged in shared memory, one ticket word a tile) and the tuning
 # variants: register tiles (row_stage=0, col_stage=0), two tiles a block (row_pipe=1),
-# the tiles-done count with release and fence (lb_done=0), staged one-tile rows
+# the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
+# lb_done=0), staged one-tile rows
 # (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
@@ -25,7 +26,7 @@ printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40
 fail=0
 n=0
 for prog in f32 i64rows f16 cummax fused widths; do
-    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_done=0; do
+    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0; do
         n=$((n + 1))
         if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
             echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
@@ -49,7 +50,7 @@ printf 'input x: bfloat16[16, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul
 printf 'input x: bfloat16[16, 4096]\ninput w: float32[4096]\ny = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\noutput y\n' > "$D/bfw4.sf"
 printf 'input x: float32[7, 3001]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/one.sf"
 for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
-            "coli pdl=1" "coli lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
+            "coli pdl=1" "coli lb_ticket=0,lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
             "bfw row_threads=128"; do
@@ -62,7 +63,7 @@ done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
-for spec in "cummax pdl=1" "cummax lb_done=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64"; do
+for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
