@@ -183,12 +183,13 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
  * register holds a load in flight and pass two reads the tile again from shared
  * memory.  Input op's part of a tile of n steps starts at byte soff_op * n * W; step j,
  * column c at (j * W + c) * size_op within it (the steps in memory order).
- *   col_fast<W>:  whether the tile of steps [t0, t0 + n) of columns [col0, col0 + W)
- *                 can be staged: for every input not broadcast along the scan, the W
- *                 columns are W consecutive elements (stride 1 on the innermost column
- *                 dim, and within one run of it or the column dims packed), and every
- *                 step's row starts 16-byte aligned.  The caller checks the range.
- *   col_stage<W>: issues the block's copies (thread i takes pieces i, i + blockDim.x, ..)
+ *   col_stage<W>: whether the tile of steps [t0, t0 + n) of columns [col0, col0 + W)
+ *                 can be staged (the caller checks the range): for every input not
+ *                 broadcast along the scan, the W columns are W consecutive elements
+ *                 (stride 1 on the innermost column dim, and within one run of it or the
+ *                 column dims packed), and every step's row starts 16-byte aligned; if
+ *                 so, issues the block's copies (thread i takes pieces i, i + blockDim.x,
+ *                 ..) and returns true.
  *   ld_col_s<N>:  steps t0 .. t0 + N - 1 of column c of a staged tile starting at tt0,
  *                 as ld_items does (broadcast inputs from global memory). */
 static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ld_ops, int dim,
@@ -198,7 +199,7 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
     for (int d = nd - 1; d >= 0 && inner < 0; d--)
         if (d != dim && shape[d] > 1) inner = d;
     const char *plo_t = rev ? "len - t0 - n" : "t0";
-    sf_buf_puts(src, "template <int W> static __device__ __forceinline__ bool col_fast(const sf_args& a, i64 col0, i64 len, i64 t0, int n) {\n");
+    sf_buf_puts(src, "template <int W> static __device__ __forceinline__ bool col_stage(const sf_args& a, i64 col0, i64 len, i64 t0, int n, char* s) {\n");
     sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\nbool ok = true;\n", plo_t);
     for (int op = 0; op < k->nops; op++) {
         if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
@@ -223,9 +224,7 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
                       "((a.st[%d][%d] * (i64)sizeof(%s)) & 15) == 0;\n}\n",
                       op, inner, (long long)shape[inner], (long long)shape[inner], op, dim, raw);
     }
-    sf_buf_puts(src, "return ok;\n}\n");
-    sf_buf_puts(src, "template <int W> static __device__ __forceinline__ void col_stage(const sf_args& a, i64 col0, i64 len, i64 t0, int n, char* s) {\n");
-    sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\n", plo_t);
+    sf_buf_puts(src, "if (!ok) return false;\n");
     for (int op = 0; op < k->nops; op++) {
         if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
@@ -240,7 +239,7 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
                       "sf_cp_async<16>(d + j * RB + q * 16, g + j * rs + q * 16);\n}\n}\n",
                       op, dim, raw, raw, op, op, op, dim, op, dim, raw, soff[op]);
     }
-    sf_buf_puts(src, "}\n");
+    sf_buf_puts(src, "return true;\n}\n");
     sf_buf_puts(src, "template <int W, int N> static __device__ __forceinline__ void ld_col_s(const sf_args& a, const B& b, i64 len, i64 t0, i64 tt0, int n, const char* s, int c, T (&v)[N]) {\n");
     sf_buf_printf(src, "const i64 plo = %s;\nconst int rel = (int)(plo - (%s));\n(void)rel;\n", rev ? "len - t0 - N" : "t0",
                   rev ? "len - tt0 - n" : "tt0");
