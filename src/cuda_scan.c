@@ -480,6 +480,14 @@ static int widest_streamed(const scanfuse_fusion *f, const sf_cuda_kernel *k, in
     return w > 16 ? 16 : w;
 }
 
+/* The kernel's input operands (not outputs). */
+static int count_inputs(const sf_cuda_kernel *k) {
+    int c = 0;
+    for (int op = 0; op < k->nops; op++)
+        if (!k->ops[op].out) c++;
+    return c;
+}
+
 /* A 0-d scan: the input converted (index 0), with the group's pointwise nodes. */
 typedef struct scan0_arg {
     int anchor;
@@ -682,15 +690,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                 k->scratch_bytes += k->trace_bytes;
             }
         }
-        /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
-         * states kept across the look-back fit without spills (6 spilled); staged tiles
-         * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
-         * or 4 blocks measured slower).  (Tiles kept in registers between the passes,
-         * measured slower in session 3, and strip states in shared memory, never the
-         * faster, were removed in session 8; staging took their place.) */
-        int minb = sf_cg_tune("row_minb", stage ? 6 : 4);
-        if (minb < 1) minb = 1;
-        if (minb > 8) minb = 8;
         /* strips of V steps a lane: one 16-byte access for the widest operand, so every
          * warp access, loads and stores, is one contiguous run (int32 -> int64 1-D on the
          * H200: 0.47 of copy with V from the input, 0.56 from the output; row_vec=N: V = N).
@@ -700,6 +699,22 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int vec = sf_cg_tune("row_vec", 0);
         if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / (lb ? widest(g->f, k) : widest_streamed(g->f, k, rows * len));
         if (vec > items) vec = items;
+        /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
+         * states kept across the look-back fit without spills (6 spilled); staged tiles
+         * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
+         * or 4 blocks measured slower).  (Tiles kept in registers between the passes,
+         * measured slower in session 3, and strip states in shared memory, never the
+         * faster, were removed in session 8; staging took their place.) */
+        /* One-tile rows of one input, states of at most 8 bytes and at most 4 strips a
+         * thread: 6 blocks (of 256, or 12 of 128), 40 registers without spills (H200,
+         * NOTES session 10: float32
+         * [4096, 4096] dim 1 0.940 -> 0.967, bfloat16 0.802 -> 0.849); 8 strips or a
+         * second input (the fused chain's weights) spill there: 0.918 -> 0.616 for
+         * float32 rows of 8192, 0.653 -> 0.521 for the fused bfloat16 chain. */
+        bool lean = !lb && !stage && sk.tsize <= 8 && count_inputs(k) == 1 && items / vec <= 4;
+        int minb = sf_cg_tune("row_minb", stage || lean ? 6 : 4);
+        if (minb < 1) minb = 1;
+        if (minb > 8) minb = 8;
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */
