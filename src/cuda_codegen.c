@@ -1503,12 +1503,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");
     }
-    /* the warp-specialised row scan, only where it may be used (an experiment) */
-    if (sf_cg_tune("row_ws", 0) == 1)
-        for (int i = 0; sf_cuda_prelude_ws[i]; i++) {
-            sf_buf_puts(&src, sf_cuda_prelude_ws[i]);
-            sf_buf_puts(&src, "\n");
-        }
     sf_buf_puts(&src, "\n// ---- kernels ----\n");
     bool *in_seg = sf_calloc((size_t)(nn > 0 ? nn : 1), 1);
     int *list = sf_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *list);

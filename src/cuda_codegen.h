@@ -49,8 +49,6 @@ typedef struct sf_cuda_args {
 
 /* The prelude of every generated source, one line per entry, NULL-terminated. */
 extern const char *const sf_cuda_prelude[];
-/* The warp-specialised row scan (tuning row_ws=1), emitted after it (cuda_prelude_ws.c). */
-extern const char *const sf_cuda_prelude_ws[];
 
 /* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
 typedef struct sf_cuda_image {

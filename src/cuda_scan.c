@@ -715,34 +715,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int minb = sf_cg_tune("row_minb", stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
-        /* row_ws=1 (an experiment, bench/NOTES.md session 10; cuda_prelude_ws.c): rows of
-         * several tiles scanned by a persistent grid whose blocks load and publish tiles
-         * in one half and wait and write in the other; tiles of ws_k strips of 16-byte
-         * accesses a warp (4 warps a tile), groups of 64 */
-        if (lb && sf_cg_tune("row_ws", 0) == 1 && g->pl->arch >= 80 && sk.tsize <= 8 && inb > 0) {
-            int wv = 16 / widest(g->f, k), ks = sf_cg_tune("ws_k", 16);
-            if (ks < 1) ks = 1;
-            while (ks > 1 && 128 * (int64_t)ks * wv * inb > 40960) ks /= 2;
-            int witems = ks * wv;
-            int64_t wts = 128 * (int64_t)witems, wtpr = ceil_div(len, wts), wnt = rows * wtpr;
-            if (wtpr > 1 && 128 * (int64_t)witems * inb <= 40960) {
-                int wminb = sf_cg_tune("ws_minb", 6);
-                if (wminb < 1) wminb = 1;
-                if (wminb > 8) wminb = 8;
-                int64_t cap = (int64_t)sms * wminb;
-                int64_t ngr = rows * ceil_div(wtpr, 64), nsup = rows * ceil_div(wtpr, 64 * 64);
-                k->block = 256;
-                k->grid = sf_cg_grid(wnt < cap ? wnt : cap);
-                k->ntiles = wnt;
-                k->scratch_bytes = 16 + (wnt + ngr + nsup) * 2 * sk.tsize;
-                sf_buf_printf(src,
-                              "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                              "sf_row_scan_ws<%s::Op, %s, %d, %d, 64, 64, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                              wminb, ki, io, io, witems, wv, excl ? "true" : "false", (long long)rows,
-                              (long long)len, (long long)wtpr);
-                return SCANFUSE_OK;
-            }
-        }
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */

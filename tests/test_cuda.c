@@ -555,14 +555,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(5, 40001), 1, "lb_ticket=1,row_g=3,row_g2=2", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=1,lb_wait_ns=0", G_FULL);
     prog_scans(SCANFUSE_BFLOAT16, S2(1000, 192), 0, "lb_ticket=2", G_DEFAULT);
-    /* the warp-specialised rows (row_ws=1, an experiment): a long row, a row of 4883
-     * tiles of 512 steps (two super-groups of 64 x 64), int64 rows with prefix chains,
-     * float16, a fused prologue of two widths */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_ws=1", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S1(2500001), 0, "row_ws=1,ws_k=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_ws=1,ws_k=1", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_ws=1", G_DEFAULT);
-    prog_weighted(2, 70001, "row_ws=1", true, ", exclusive=true");
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
      * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles
@@ -1129,15 +1121,6 @@ static void build_coverage(void) {
         out(p, "y", T_EXACT);
         finish(p);
         p->tune = "lb_ticket=2,lb_trace=1";
-    }
-    {
-        prog *p = newprog(); /* the warp-specialised rows (row_ws=1, an experiment) */
-        P(p, "input a: float32[300000]\ninput b: bfloat16[3, 70000]\ninput w: float32[70000]\n"
-             "x = cumsum(a, dim=0, reverse=true)\ny = logcumsumexp(mul(cast(b, float32), w), dim=1)\n");
-        out(p, "x", T_EXACT);
-        out(p, "y", T_EXACT);
-        finish(p);
-        p->tune = "row_ws=1";
     }
     {
         prog *p = newprog(); /* one-tile rows staged (row_stage1=1, an experiment) */

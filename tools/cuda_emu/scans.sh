@@ -7,8 +7,7 @@
 # variants: register tiles (row_stage=0, col_stage=0), two tiles a block (row_pipe=1),
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
-# (row_stage1=1), one-tile rows of 128 threads (row_threads=128), the warp-specialised
-# rows (row_ws=1: named barriers, polls that yield).  No GPU needed: a CTest
+# (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -50,14 +49,11 @@ printf 'input x: float32[4, 300, 40]\ny, i = cummax(x, dim=1, reverse=true)\nout
 printf 'input x: bfloat16[16, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/bfw.sf"
 printf 'input x: bfloat16[16, 4096]\ninput w: float32[4096]\ny = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\noutput y\n' > "$D/bfw4.sf"
 printf 'input x: float32[7, 3001]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/one.sf"
-# the warp-specialised rows (row_ws=1): 4883 tiles of 512 steps, two super-groups
-printf 'input x: float32[2500001]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/big.sf"
 for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
             "coli pdl=1" "coli lb_ticket=0,lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
-            "bfw row_threads=128" "f32 row_ws=1" "i64rows row_ws=1,ws_k=1" "f16 row_ws=1" "fused row_ws=1" \
-            "widths row_ws=1,ws_k=2" "big row_ws=1,ws_k=1"; do
+            "bfw row_threads=128"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
@@ -67,7 +63,7 @@ done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
-for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" "f16 row_ws=1"; do
+for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))

@@ -1,7 +1,7 @@
 // tools/cuda_emu/shim.h — CUDA built-ins for the emulator (see harness.cpp).
 // A CPU emulator of one CUDA block: every thread a ucontext fiber on one OS thread, run
-// round-robin until it blocks at __syncthreads, a named barrier (bar.sync / bar.arrive,
-// counted in threads) or a warp exchange, or yields in __nanosleep (a polling loop); a
+// round-robin until it blocks at __syncthreads, a named barrier (bar.sync, counted in
+// threads) or a warp exchange, or yields in __nanosleep (a polling loop); a
 // barrier releases when every live thread (every lane of the warp, the named barrier's
 // count) has reached it; anything else (a thread exiting while others wait, a warp op
 // while lanes sit at a block barrier, no progress) aborts: the emulator is also a check
@@ -42,21 +42,18 @@ static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(FS_WARP); }
 static inline void __threadfence() {}
 static inline void __threadfence_block() {}
 static inline void __nanosleep(unsigned) { emu_wait(FS_RUN); } /* a poll: let the others run */
-/* Named barriers: n threads arrive (bar.arrive) or arrive and wait (bar.sync). */
+/* Named barriers: n threads arrive and wait (bar.sync id, n). */
 static int g_nb_cnt[16];
-static inline bool emu_nbar_arrive(int id, int n) {
-    if (++g_nb_cnt[id] < n) return false;
-    g_nb_cnt[id] = 0;
-    for (int t = 0; t < NT; t++)
-        if (g_f[t].state == FS_NBAR && g_f[t].nbar == id) g_f[t].state = FS_RUN;
-    return true;
-}
 static inline void emu_bar_sync(int id, int n) {
-    if (emu_nbar_arrive(id, n)) return;
+    if (++g_nb_cnt[id] == n) { /* the last to arrive releases the others */
+        g_nb_cnt[id] = 0;
+        for (int t = 0; t < NT; t++)
+            if (g_f[t].state == FS_NBAR && g_f[t].nbar == id) g_f[t].state = FS_RUN;
+        return;
+    }
     g_cur->nbar = id;
     emu_wait(FS_NBAR);
 }
-static inline void emu_bar_arrive(int id, int n) { emu_nbar_arrive(id, n); }
 static uint64_t g_x[NT / 32][32];
 template <class T> static inline T emu_xchg(T v, int src, bool keep) {
     int w = g_cur->tid.x >> 5, l = g_cur->tid.x & 31;
