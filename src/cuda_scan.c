@@ -706,11 +706,11 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * measured slower in session 3, and strip states in shared memory, never the
          * faster, were removed in session 8; staging took their place.) */
         /* One-tile rows of one input, states of at most 8 bytes and at most 4 strips a
-         * thread: 6 blocks (of 256, or 12 of 128), 40 registers without spills (H200,
-         * NOTES session 10: float32
-         * [4096, 4096] dim 1 0.940 -> 0.967, bfloat16 0.802 -> 0.849); 8 strips or a
-         * second input (the fused chain's weights) spill there: 0.918 -> 0.616 for
-         * float32 rows of 8192, 0.653 -> 0.521 for the fused bfloat16 chain. */
+         * thread: 6 blocks (of 256, or 12 of 128), 40 registers, 0-12 bytes spilled
+         * (H200, NOTES session 10: float32 [4096, 4096] dim 1 0.940 -> 0.967, bfloat16
+         * 0.802 -> 0.849); 8 strips or a second input (the fused chain's weights) spill
+         * 130-210 bytes there: 0.918 -> 0.616 for float32 rows of 8192, 0.653 -> 0.521
+         * for the fused bfloat16 chain. */
         bool lean = !lb && !stage && sk.tsize <= 8 && count_inputs(k) == 1 && items / vec <= 4;
         int minb = sf_cg_tune("row_minb", stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;

@@ -34,9 +34,9 @@
  * reference).  SF_CUDA_TEST_BIG=1 adds a cumsum over 2^31 + 7 uint8 elements into int32
  * (10.6 GB of device memory), checked element by element.
  *
- * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text or tuning contains TEXT
- * (several: A|B|C; the bad-tensor, determinism and big checks then run only with
- * SF_CUDA_TEST_EXTRAS=1);
+ * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text or tuning
+ * contains TEXT (several: A|B|C; the bad-tensor, determinism and big checks then run only
+ * with SF_CUDA_TEST_EXTRAS=1);
  * SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
  * (warms the kernel cache, e.g. SCANFUSE_CACHE_DIR, for a later GPU run).
  */
