@@ -11,7 +11,8 @@ order: global-timer start and end in ns, the SM cycles of three phases, the SM i
 
 Prints the phase times (cycles turned to ns by the cycles/ns the records themselves
 give), how many tiles were in flight on average (sum of tile lifetimes over the
-kernel's span), and how far the tiles before a tile were from done when it started.
+kernel's span), and how far the tiles before a tile were from done when it started
+(the 256 tile numbers before it: across row ends too, where rows are shorter).
 
   python3 bench/lb_trace.py TRACE [--json OUT.json] [--label NAME]
 """
