@@ -1,8 +1,8 @@
 /*
  * cuda_codegen.c — the CUDA backend's code generator: plans a compiled program (how each
  * value is stored, which kernels each segment runs, their operands and launch geometry)
- * and emits one CUDA C source holding every kernel (the prelude of cuda_prelude.c, then
- * one `extern "C" __global__` function per kernel).
+ * and emits one CUDA C source holding every kernel (the prelude of cuda_prelude.c and
+ * cuda_skeletons.c, then one `extern "C" __global__` function per kernel).
  *
  * The core is the "value at an element" emitter (sf_cg_value): given an element context
  * (where the code stands in a kernel's iteration space), it brings any value into a
@@ -1501,6 +1501,10 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
+        sf_buf_puts(&src, "\n");
+    }
+    for (int i = 0; sf_cuda_skeletons[i]; i++) {
+        sf_buf_puts(&src, sf_cuda_skeletons[i]);
         sf_buf_puts(&src, "\n");
     }
     sf_buf_puts(&src, "\n// ---- kernels ----\n");

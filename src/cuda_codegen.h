@@ -47,8 +47,10 @@ typedef struct sf_cuda_args {
     int64_t pad_;
 } sf_cuda_args;
 
-/* The prelude of every generated source, one line per entry, NULL-terminated. */
+/* The prelude of every generated source, one line per entry, NULL-terminated: the
+ * building blocks (cuda_prelude.c), then the skeletons (cuda_skeletons.c). */
 extern const char *const sf_cuda_prelude[];
+extern const char *const sf_cuda_skeletons[];
 
 /* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
 typedef struct sf_cuda_image {

@@ -5,8 +5,8 @@
  * the static shape, and emits the per-kernel `Io` struct (how a row is located, how an
  * element is loaded — the prologue computed in registers —, how a state is stored — the
  * epilogue computed in registers, every value that needs memory written) that the
- * prelude's skeletons (sf_warp_scan, sf_row_scan, sf_col_scan, sf_red_*) are
- * instantiated with.
+ * skeletons (cuda_skeletons.c: sf_warp_scan, sf_row_scan, sf_col_tile_scan, sf_red_*)
+ * are instantiated with.
  *
  * Scans see the scan's shape as rows x len: a row is one position of every dim except
  * the scanned one (row index = row-major order of those dims), a step t of the scan is
