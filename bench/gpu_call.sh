@@ -19,6 +19,10 @@ mkdir -p "$OUT"
 stages=$1; shift || true
 if [ -f build-cudacache.tar.xz ]; then
     t0=$(date +%s); tar xJf build-cudacache.tar.xz && echo "cache unpacked: $(ls build-cudacache | wc -l) images in $(( $(date +%s) - t0 )) s"
+else
+    case " $stages " in *" cudatest "*|*" test "*)
+        echo "note: no kernel cache carried: test_cuda compiles its ~1000 kernels here (more than 250 s; bench/README.md)" ;;
+    esac
 fi
 export SCANFUSE_CACHE_DIR=$PWD/build-cudacache
 for s in $stages; do
