@@ -1491,11 +1491,11 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_WAIT_MAX %du\n", sf_cg_tune("lb_wait_max", 512));
     /* a relaxed tiles-done count, no fence (sf_tile_done; lb_done=0: release + fence) */
     sf_buf_printf(&src, "#define SF_LB_DONE %d\n", sf_cg_tune("lb_done", 1) == 0 ? 0 : 1);
-    /* look-back tickets (sf_ticket_mode): 1 (the default) one word a tile for the tile
+    /* look-back tickets (sf_take_tile): 1 (the default) one word a tile for the tile
      * number and the epoch, no tiles-done count; 0 a tile counter and a tiles-done count
      * (H200, NOTES session 10: 1-D float32 0.684 -> 0.699, [8192, 256] dim 0 0.658 ->
-     * 0.694); 2 static tile ids for rows (slower: 0.672) */
-    sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 1) & 3);
+     * 0.694) */
+    sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 1) == 0 ? 0 : 1);
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);

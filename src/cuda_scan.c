@@ -43,7 +43,7 @@
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
- * before, lb_done applying to that count, lb_ticket=2 static tile ids for rows).
+ * before, lb_done applying to that count).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in

@@ -542,19 +542,18 @@ static void build_programs(void) {
     /* Look-back tickets.  The default: one ticket word a tile, no tiles-done count
      * (lb_ticket=1; the last take resets the word, exercised by every launch after the
      * first).  The counter and tiles-done count of before (lb_ticket=0), relaxed
-     * (lb_done=1) or with release and fence (lb_done=0); static tile ids (lb_ticket=2:
-     * rows; columns keep dynamic ids).  Long rows, rows with prefix chains, columns,
-     * spinning pollers (lb_wait_ns=0), the tile records of lb_trace=1 beside the states. */
+     * (lb_done=1) or with release and fence (lb_done=0).  Long rows, rows with prefix
+     * chains, columns, spinning pollers (lb_wait_ns=0), the tile records of lb_trace=1
+     * beside the states. */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ticket=0,lb_done=0", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_ticket=0,lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=0,lb_done=0,lb_wait_ns=0", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=0", G_FULL);
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ticket=1", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ticket=2,lb_trace=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_ticket=2,lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_trace=1", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_INT64, S2(5, 40001), 1, "lb_ticket=1,row_g=3,row_g2=2", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=1,lb_wait_ns=0", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S2(1000, 192), 0, "lb_ticket=2", G_DEFAULT);
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
      * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles
@@ -1113,14 +1112,14 @@ static void build_coverage(void) {
         p->tune = "row_threads=128";
     }
     {
-        prog *p = newprog(); /* static tile ids and one ticket word (lb_ticket=2; columns
-                                take the dynamic form), the tile records (lb_trace=1) */
+        prog *p = newprog(); /* the tile records of look-back rows (lb_trace=1) beside a
+                                column look-back */
         P(p, "input a: float32[300000]\ninput b: int32[3000, 40]\nx = cumsum(a, dim=0)\n"
              "y, i = cummax(b, dim=0)\n");
         out(p, "x", T_EXACT);
         out(p, "y", T_EXACT);
         finish(p);
-        p->tune = "lb_ticket=2,lb_trace=1";
+        p->tune = "lb_trace=1";
     }
     {
         prog *p = newprog(); /* one-tile rows staged (row_stage1=1, an experiment) */

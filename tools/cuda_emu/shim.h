@@ -1,11 +1,9 @@
 // tools/cuda_emu/shim.h — CUDA built-ins for the emulator (see harness.cpp).
 // A CPU emulator of one CUDA block: every thread a ucontext fiber on one OS thread, run
-// round-robin until it blocks at __syncthreads, a named barrier (bar.sync, counted in
-// threads) or a warp exchange, or yields in __nanosleep (a polling loop); a
-// barrier releases when every live thread (every lane of the warp, the named barrier's
-// count) has reached it; anything else (a thread exiting while others wait, a warp op
-// while lanes sit at a block barrier, no progress) aborts: the emulator is also a check
-// of barrier uniformity.
+// round-robin until it blocks at __syncthreads or a warp exchange; a barrier releases
+// when every live thread (every lane of the warp) has reached it; anything else
+// (a thread exiting while others wait, a warp op while lanes sit at a block barrier,
+// no progress) aborts: the emulator is also a check of barrier uniformity.
 #include <ucontext.h>
 #include <cstdio>
 #include <cstdlib>
@@ -25,8 +23,8 @@ struct emu_dim3 { unsigned x, y, z; };
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 struct ulonglong2 { unsigned long long x, y; };
-enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE, FS_NBAR };
-struct Fiber { ucontext_t ctx; emu_dim3 tid; int state; char *stack; int nbar; };
+enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE };
+struct Fiber { ucontext_t ctx; emu_dim3 tid; int state; char *stack; };
 #ifndef EMU_NT
 #define EMU_NT 1024 /* the block size (run.sh passes the kernel's) */
 #endif
@@ -40,20 +38,7 @@ static inline void emu_wait(int st) { g_cur->state = st; swapcontext(&g_cur->ctx
 static inline void __syncthreads() { emu_wait(FS_BAR); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(FS_WARP); }
 static inline void __threadfence() {}
-static inline void __threadfence_block() {}
-static inline void __nanosleep(unsigned) { emu_wait(FS_RUN); } /* a poll: let the others run */
-/* Named barriers: n threads arrive and wait (bar.sync id, n). */
-static int g_nb_cnt[16];
-static inline void emu_bar_sync(int id, int n) {
-    if (++g_nb_cnt[id] == n) { /* the last to arrive releases the others */
-        g_nb_cnt[id] = 0;
-        for (int t = 0; t < NT; t++)
-            if (g_f[t].state == FS_NBAR && g_f[t].nbar == id) g_f[t].state = FS_RUN;
-        return;
-    }
-    g_cur->nbar = id;
-    emu_wait(FS_NBAR);
-}
+static inline void __nanosleep(unsigned) {}
 static uint64_t g_x[NT / 32][32];
 template <class T> static inline T emu_xchg(T v, int src, bool keep) {
     int w = g_cur->tid.x >> 5, l = g_cur->tid.x & 31;
@@ -105,24 +90,17 @@ static bool emu_run(void (*body)(void)) {
         makecontext(&f->ctx, emu_entry, 0);
         f->tid = {(unsigned)t, 0, 0}; f->state = FS_RUN;
     }
-    memset(g_nb_cnt, 0, sizeof g_nb_cnt);
-    for (long sweeps = 0;; sweeps++) {
-        if (sweeps > 200000000L) { fprintf(stderr, "emu: no progress (a poll that never ends?)\n"); return false; }
+    for (;;) {
         for (int t = 0; t < NT; t++)
             if (g_f[t].state == FS_RUN) { g_cur = &g_f[t]; swapcontext(&g_sched, &g_f[t].ctx); }
         bool any = false;
         for (int w = 0; w < NT / 32; w++) {
-            int nw = 0, nb = 0, nd = 0, nr = 0;
-            for (int l = 0; l < 32; l++) { int s = g_f[w * 32 + l].state; nw += s == FS_WARP; nb += s == FS_BAR || s == FS_NBAR; nd += s == FS_DONE; nr += s == FS_RUN; }
-            /* lanes still polling (yielded): the others wait for them at the warp op */
-            if (nw && nw != 32 && nw + nr == 32) { any = true; continue; }
+            int nw = 0, nb = 0, nd = 0;
+            for (int l = 0; l < 32; l++) { int s = g_f[w * 32 + l].state; nw += s == FS_WARP; nb += s == FS_BAR; nd += s == FS_DONE; }
             if (nw && nw != 32) { fprintf(stderr, "emu: warp %d: %d lanes at a warp op, %d at a barrier, %d done\n", w, nw, nb, nd); return false; }
             if (nw == 32) { any = true; for (int l = 0; l < 32; l++) g_f[w * 32 + l].state = FS_RUN; }
         }
         if (any) continue;
-        bool running = false;
-        for (int t = 0; t < NT && !running; t++) running = g_f[t].state == FS_RUN;
-        if (running) continue;
         int nb = 0, nd = 0;
         for (int t = 0; t < NT; t++) { nb += g_f[t].state == FS_BAR; nd += g_f[t].state == FS_DONE; }
         if (nd == NT) return true;

@@ -20,9 +20,6 @@ s = re.sub(r'asm volatile\("st\.[a-z]+\.gpu\.global\.u(32|64) \[%0\], %1;" ::"l"
 # the look-back's tiles-done count (one block here: a plain add)
 s = re.sub(r'asm volatile\("atom\.add\.[a-z]+\.gpu\.global\.u32 %0, \[%1\], 1;" : "=r"\(d\) : "l"\(([^)]*)\) : "memory"\);',
            r'd = atomicAdd((unsigned*)(\1), 1u);', s)
-# named barriers (sf_bar with BAR > 0; no kernel uses one now: the warp-specialised row
-# scan of commit 83c3bb4, removed, did)
-s = s.replace('asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(N) : "memory");', 'emu_bar_sync(BAR, N);')
 # programmatic dependent launch: one block at a time here, nothing to wait for
 s = s.replace('asm volatile("griddepcontrol.wait;" ::: "memory");', '')
 s = s.replace('asm volatile("griddepcontrol.launch_dependents;" ::: "memory");', '')
