@@ -58,6 +58,7 @@ case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
 case " $* " in *" tune "*) tunes=${TUNES:-"lb_done=1 row_pipe=1"} ;; *) tunes="" ;; esac
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_scan ${PROF_DT:-float32} "${PROF_SHAPE:-67108864}" ${PROF_DIM:-0} # PROF_DT, PROF_SHAPE ("4096, 4096"), PROF_DIM: the profiled scan
+    [ -n "${PROF_CASE:-}" ] && cp "$D/$PROF_CASE.sf" "$D/prof_scan.sf" # PROF_CASE=fused_bf16_8192: one of the table's cases instead
     # PROF_TUNES="A B": also profile under those SCANFUSE_CUDA_TUNE variants (ncu_scan_<variant>.txt)
     for pv in default ${PROF_TUNES_SCAN:-}; do
       [ $pv = default ] && { pt=""; nf="$OUT/ncu_scan.txt"; } || { pt=$pv; nf="$OUT/ncu_scan_${pv//[=,]/_}.txt"; }

@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
@@ -169,10 +169,12 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
         sf_buf_printf(src, "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n}",
                       raw, op, op, dim, op, raw, op, op);
-        if (soff)
+        if (soff && soff[op] >= 0)
             sf_buf_printf(src, " else if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
                                "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                           raw, op, raw, soff[op], raw, op, raw, op, op);
+        else if (soff) /* not staged: from global memory */
+            sf_buf_printf(src, " else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n", op, raw, op, op);
         else
             sf_buf_printf(src, " else sf_vload(r%d, q%d);\n", op, op);
     }
@@ -257,10 +259,18 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
     sf_buf_printf(src, "v[k] = %s;\n}\n}\n", elem);
 }
 
+/* Whether value v, broadcast against a kernel of nd dims, varies along the kernel's dim
+ * of len steps (its dims aligned to the kernel's last ones). */
+static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
+    int vd = dim - (nd - v->ndim);
+    return len > 1 && vd >= 0 && vd < v->ndim && v->shape[vd] == len;
+}
+
 /* The Io struct of a scan kernel.  Returns false when an operand did not fit.  *sb: the
- * bytes a step of the inputs Io::stage copies (SB). */
+ * bytes a step of the inputs Io::stage copies (SB); *nbc: how many inputs of a row
+ * kernel are read again by every row while varying along the scan (not staged). */
 static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan_kind *sk,
-                         int anchor, int *sbp) {
+                         int anchor, int *sbp, int *nbcp) {
     const scanfuse_fusion *f = g->f;
     const sf_node *n = &f->nodes[anchor];
     const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
@@ -410,6 +420,28 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             soff[op] = sb;
             if ((ld_ops >> op & 1u) && !k->ops[op].out) sb += (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
         }
+        /* Row kernels stage only the inputs they stream (of the kernel's full size);
+         * inputs read again by every row (a weight vector along the scan) come from
+         * the L1 or L2 in both passes (soff -1), so the stage holds one copy of the
+         * streamed bytes and no block copies the weights into it row after row.  Column
+         * kernels stage every input. */
+        int rsoff[SF_CUDA_MAXOPS], rsb = 0;
+        bool row_kernel = true;
+        for (int d = dim + 1; d < nd; d++)
+            if (x->shape[d] != 1) row_kernel = false;
+        for (int op = 0; op < k->nops; op++) {
+            rsoff[op] = rsb;
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            const sf_value *v = &f->values[k->ops[op].value];
+            if (row_kernel && sf_value_numel(v) != sf_value_numel(x)) {
+                rsoff[op] = -1;
+                if (scan_varying(v, dim, nd, x->shape[dim])) (*nbcp)++;
+            } else {
+                rsb += (int)scanfuse_dtype_size(v->dtype);
+            }
+        }
+        const int *stg = row_kernel ? rsoff : soff;
+        if (row_kernel) sb = rsb;
         sf_buf_printf(src, "static constexpr int SB = %d; /* staged bytes a step */\n", sb);
         *sbp = sb;
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n");
@@ -417,13 +449,14 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         for (int op = 0; op < k->nops; op++) {
             if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
             const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            if (stg[op] < 0) continue;
             sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) sf_cp_async<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
-                          raw, op, dim, raw, soff[op], raw, raw, op, op);
+                          raw, op, dim, raw, stg[op], raw, raw, op, op);
         }
         sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
-        emit_vec_loads(src, f, k, ld_ops, dim, soff);
+        emit_vec_loads(src, f, k, ld_ops, dim, stg);
         sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                       rev ? "N - 1 - k" : "k");
         if (ldv.data) sf_buf_puts(src, ldv.data);
@@ -589,7 +622,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     char io[32];
     snprintf(io, sizeof io, "Io_k%d", ki);
     int inb = 0; /* the bytes a step that staged tiles hold (Io::SB) */
-    if (!emit_scan_io(g, k, io, &sk, anchor, &inb)) {
+    int nbc = 0; /* inputs read again by every row, varying along the scan */
+    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc)) {
         sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
         return SCANFUSE_ERROR_UNSUPPORTED;
     }
@@ -644,9 +678,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * tile's look-back, measured far slower for 1-D: 0.13-0.29, NOTES session 8.) */
         bool stage = sf_cg_tune("row_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0 &&
                      len > 256 * (int64_t)items;
-        /* row_stage1=1 (an experiment): one-tile rows staged too, when the whole row's
-         * inputs fit 40 KB (no look-back: the stage only frees the registers) */
-        if (!stage && sf_cg_tune("row_stage1", 0) == 1 && g->pl->arch >= 80 && inb > 0 &&
+        /* One-tile rows staged too (no look-back: the stage frees the registers that
+         * held the loads), when the row's streamed inputs fit 40 KB: by default for
+         * rows that also read an input again by every row along the scan (bfloat16
+         * rows scaled by float32 weights: the weights are not staged, and their loads
+         * held beside the row's pushed the kernel to 4 blocks an SM); row_stage1=1:
+         * every one-tile row (measured no faster for one input, NOTES session 9),
+         * row_stage1=0: none. */
+        int st1 = sf_cg_tune("row_stage1", 2);
+        if (!stage && (st1 == 1 || (st1 == 2 && nbc > 0)) && g->pl->arch >= 80 && inb > 0 &&
             len <= 256 * (int64_t)items && 256 * (int64_t)items * inb <= 40960)
             stage = true;
         if (stage) { /* wide inputs: shorter tiles */

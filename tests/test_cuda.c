@@ -581,17 +581,23 @@ static void build_programs(void) {
     /* one-tile rows in blocks of 128 threads with twice the items (by default for tiles
      * of at most 8 KB; row_threads=128 for any): bfloat16 rows of one whole tile,
      * float16 rows ending mid-tile, float32 rows too, the fused bfloat16 chain with
-     * weights read by every row */
+     * weights read by every row (unstaged: row_stage1=0) */
     prog_scans(SCANFUSE_BFLOAT16, S2(5, 4094), 1, "row_threads=128", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(6, 4000), 1, NULL, G_DEFAULT); /* 128 threads by default */
     prog_scans(SCANFUSE_FLOAT32, S2(9, 3001), 1, "row_threads=128", G_DEFAULT);
-    prog_weighted(3, 8192, "row_threads=128", true, "");
-    /* one-tile rows staged in shared memory (row_stage1=1, an experiment): bfloat16
-     * rows of one whole tile, float32 rows ending mid-tile (the checked path), bfloat16
-     * scaled by float32 weights read by every row (both staged) */
+    prog_weighted(3, 8192, "row_stage1=0,row_threads=128", true, "");
+    /* one-tile rows staged in shared memory: every one (row_stage1=1) — bfloat16 rows
+     * of one whole tile, float32 rows ending mid-tile (the checked path) — and by
+     * default those with weights read by every row (the rows staged, the weights from
+     * global memory); the weighted rows unstaged (row_stage1=0), reverse */
     prog_scans(SCANFUSE_BFLOAT16, S2(5, 4096), 1, "row_stage1=1", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(7, 3001), 1, "row_stage1=1", G_DEFAULT);
-    prog_weighted(6, 4096, "row_stage1=1", false, ", reverse=true");
+    prog_weighted(6, 4096, NULL, false, ", reverse=true");
+    prog_weighted(5, 4096, "row_stage1=0", false, ", reverse=true");
+    prog_weighted(4, 3001, NULL, true, ", exclusive=true"); /* rows ending mid-tile */
+    /* staged look-back rows beside weights read from global memory in both passes */
+    prog_weighted(3, 50001, NULL, false, ", exclusive=true");
+    prog_weighted(2, 70000, NULL, true, ", reverse=true");
     {
         /* staged tiles of several inputs: int64 strips of 16 bytes and uint8 strips of
          * 2 bytes (too small to stage: read from global memory) side by side, an input

@@ -44,16 +44,18 @@ printf 'input x: bfloat16[1000, 192]\ninput w: float32[192]\ny = cumsum(mul(cast
 printf 'input c: uint8[700, 64]\ninput d: int64[700, 64]\ny = cumsum(add(cast(c, int64), d), dim=0, exclusive=true)\noutput y\n' > "$D/colw.sf"
 printf 'input x: float32[4, 300, 64]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/col3.sf"
 printf 'input x: float32[4, 300, 40]\ny, i = cummax(x, dim=1, reverse=true)\noutput y, i\n' > "$D/col3b.sf"
-# one-tile rows of bfloat16 scaled by float32 weights read by every row (strips of 8),
-# and staged (row_stage1=1): the same at 4096 steps, float32 rows ending mid-tile
+# one-tile rows of bfloat16 scaled by float32 weights read by every row (strips of 8;
+# the rows staged by default, the weights not; row_stage1=0 unstaged): the same at 4096
+# steps, float32 rows ending mid-tile (row_stage1=1), look-back rows beside weights
 printf 'input x: bfloat16[16, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n' > "$D/bfw.sf"
 printf 'input x: bfloat16[16, 4096]\ninput w: float32[4096]\ny = cumsum(mul(cast(x, float32), w), dim=-1, reverse=true)\noutput y\n' > "$D/bfw4.sf"
+printf 'input x: bfloat16[3, 20001]\ninput w: float32[20001]\ny = cumsum(mul(cast(x, float32), w), dim=-1, exclusive=true)\noutput y\n' > "$D/bfwl.sf"
 printf 'input x: float32[7, 3001]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/one.sf"
 for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col col_l=32" \
             "coli pdl=1" "coli lb_ticket=0,lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
-            "bfw4 row_stage1=1" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
-            "bfw row_threads=128"; do
+            "bfw4 pdl=1" "bfw4 row_stage1=0" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
+            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
@@ -63,7 +65,8 @@ done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
-for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64"; do
+for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
+            "bfw4 pdl=1" "bfwl pdl=1"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
