@@ -91,6 +91,13 @@ if [ -n "${NCU_KERNEL:-}" ] && command -v ncu >/dev/null; then
       "$S" run "examples/${NCU_KERNEL%%:*}.sf" --device cuda > "$OUT/ncu_detail_src.csv" 2>&1
   echo "ncu source: exit $?"
   python3 bench/ncu_stalls.py "$OUT/ncu_detail_src.csv" 2>&1 | head -40
+  # NCU_METRICS=a,b,...: those metrics of the same kernel (a separate call: a name this
+  # ncu does not know fails only this one) into $OUT/ncu_metrics.txt
+  if [ -n "${NCU_METRICS:-}" ]; then
+    timeout 150 ncu --clock-control none --kernel-name "${NCU_KERNEL#*:}" --launch-count 1 --metrics "$NCU_METRICS" \
+        "$S" run "examples/${NCU_KERNEL%%:*}.sf" --device cuda > "$OUT/ncu_metrics.txt" 2>&1
+    echo "ncu metrics: exit $?"; grep -E "__|ERROR" "$OUT/ncu_metrics.txt" | head -30
+  fi
 fi
 if [ $moeprof = 1 ] && command -v ncu >/dev/null; then
   for ex in moe_routing moe_routing_deepseek; do

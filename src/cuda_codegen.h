@@ -249,6 +249,7 @@ typedef struct sf_cg_combine {
     int32_t src;          /* the rows' source: X (through P) or the value G gathers from */
     int32_t iv, w, j;     /* the index [T, K, 1], the weights [T, K, 1], J (or -1)       */
     int32_t p;            /* P when its rows are written here (lazy rows), or -1        */
+    int64_t jdiv;         /* > 0: J[I[t, j]] is (t * K + j) / jdiv, known without loads  */
     int64_t T, K, H;
     int64_t nsrc, nmid;   /* rows of the source, and the range of I (rows of P or the source) */
     int E, U;             /* elements a 16-byte vector, vectors a thread per slot       */

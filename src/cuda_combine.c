@@ -76,9 +76,9 @@ static const char *const combine_prelude[] = {
     "// double, so rounding it to float32 is the float32 multiply; one slot's sum is that",
     "// product; K slots sum in double as Cb::EXACT allows, else in double-double, and the",
     "// sum's float32 value is that rounded once; the cast rounds the float32 value.",
-    "template <class Op, class Cb, int E, int K, int OB>",
-    "__device__ __forceinline__ void sf_row_combine_f32(const sf_args& a, int oY, i64 o, const uint4* v,",
-    "                                                   const float* w32) {",
+    "template <class Op, class Io, class Cb, int E, int K, int OB, class VT>",
+    "__device__ __forceinline__ void sf_row_combine_f32(const sf_args& a, int oY, i64 o, const VT* v,",
+    "                                                   const float* w32, bool vst) {",
     "    typedef typename Cb::R R;",
     "    typedef typename Cb::O O;",
     "    uint4 buf[(E * OB + 15) / 16];",
@@ -112,9 +112,10 @@ static const char *const combine_prelude[] = {
     "                f = (float)sf_dd_fin(acc, 0);",
     "            }",
     "        }",
-    "        ov[e] = Cb::out32(f);",
+    "        if (vst) ov[e] = Cb::out32(f);",
+    "        else Io::st(a, o + e, Cb::exact((double)f)); // (Io::st rounds it to this f)",
     "    }",
-    "    sf_row_combine_put<E, OB>(a, oY, o, buf);",
+    "    if (vst) sf_row_combine_put<E, OB>(a, oY, o, buf);",
     "}",
     "// A warp's K slots: lane j < K holds slot j's index chain (I[t, j], then its row, and",
     "// the weight), shuffled to the lanes where used; the next row's chain is loaded while",
@@ -125,20 +126,49 @@ static const char *const combine_prelude[] = {
     "                                                   i64& r, double& w, float& wf) {",
     "    if (lane < K) {",
     "        m = sf_clamp_idx(Cb::idx(a, t, lane), nmid);",
-    "        r = sf_clamp_idx(Cb::row(a, m), nsrc);",
+    "        r = sf_clamp_idx(Cb::DIRECT ? Cb::rowd(t, lane) : Cb::row(a, m), nsrc);",
     "        w = Cb::wt(a, t, lane);",
     "        wf = (float)w; // exact (Cb::F32: a weight of at most 32 bits)",
     "    }",
     "}",
+    "// Rows that are not contiguous and aligned: element by element, strided; each lane",
+    "// reads the slots' indices and weights itself (the lanes' element counts differ, so no",
+    "// shuffle here), and holds no per-slot arrays: the registers stay the vector path's.",
+    "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY>",
+    "__device__ __forceinline__ void sf_row_combine_elem(const sf_args& a, i64 t, i64 vb, i64 Vr, i64 H, i64 nsrc,",
+    "                                                    i64 nmid, int oS, int oP) {",
+    "    typedef typename Op::T Acc;",
+    "    typedef typename Cb::R R;",
+    "    for (int u = 0; u < U; ++u) {",
+    "        if (vb + u * 32 >= Vr) continue;",
+    "        for (int e = 0; e < E; ++e) {",
+    "            const i64 h = (vb + u * 32) * E + e;",
+    "            Acc acc = Op::id();",
+    "            for (int j = 0; j < K; ++j) {",
+    "                const i64 mid = sf_clamp_idx(Cb::idx(a, t, j), nmid);",
+    "                const i64 row = sf_clamp_idx(Cb::DIRECT ? Cb::rowd(t, j) : Cb::row(a, mid), nsrc);",
+    "                const R x = ((const R*)a.ptr[oS])[row * a.st[oS][0] + h * a.st[oS][1]];",
+    "                if (LAZY) ((R*)a.ptr[oP])[mid * a.st[oP][0] + h * a.st[oP][1]] = x;",
+    "                acc = Op::op(acc, Cb::elem(Cb::cv(x), Cb::wt(a, t, j)));",
+    "            }",
+    "            Io::st(a, t * H + h, acc);",
+    "        }",
+    "    }",
+    "}",
+    "// A lane's vector: E elements, 16 bytes (8 with tuning comb_vec=8: half the registers",
+    "// a slot).",
+    "template <int B> struct sf_cvec { typedef uint4 type; };",
+    "template <> struct sf_cvec<8> { typedef uint2 type; };",
     "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY, int OB>",
     "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP,",
     "                                               int oY) {",
     "    typedef typename Op::T Acc;",
     "    typedef typename Cb::R R;",
+    "    typedef typename sf_cvec<E * (int)sizeof(R)>::type VT;",
     "    const i64 Vr = H / E, Sg = (Vr + 32 * U - 1) / (32 * U);",
     "    const int lane = threadIdx.x & 31;",
-    "    const bool fast = ((a.flags >> oS) & 1) && a.ptr[oS] % 16 == 0 &&",
-    "                      (!LAZY || (((a.flags >> oP) & 1) && a.ptr[oP] % 16 == 0));",
+    "    const bool fast = ((a.flags >> oS) & 1) && a.ptr[oS] % sizeof(VT) == 0 &&",
+    "                      (!LAZY || (((a.flags >> oP) & 1) && a.ptr[oP] % sizeof(VT) == 0));",
     "    // OB: the output's element size when the vector store applies (else 0)",
     "    const bool vst = OB > 0 && ((a.flags >> oY) & 1) && a.ptr[oY] % 16 == 0;",
     "    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;",
@@ -154,7 +184,7 @@ static const char *const combine_prelude[] = {
     "        double nw = 0.0;",
     "        float nwf = 0.0f;",
     "        if (fast) {",
-    "            uint4 v[K][U] = {}; // (not carried over from the last row's: fewer registers)",
+    "            VT v[K][U] = {}; // (not carried over from the last row's: fewer registers)",
     "            i64 prow = -1;",
     "#pragma unroll",
     "            for (int j = 0; j < K; ++j) {",
@@ -170,7 +200,7 @@ static const char *const combine_prelude[] = {
     "                for (int u = 0; u < U; ++u)",
     "                    if (vb + u * 32 < Vr) {",
     "                        if (same) v[j][u] = v[j > 0 ? j - 1 : 0][u];",
-    "                        else v[j][u] = ((const uint4*)a.ptr[oS])[row * Vr + vb + u * 32];",
+    "                        else v[j][u] = ((const VT*)a.ptr[oS])[row * Vr + vb + u * 32];",
     "                    }",
     "            }",
     "            if (wn < T * Sg) sf_row_combine_idx<Cb, K>(a, wn / Sg, lane, nsrc, nmid, nm, nr, nw, nwf);",
@@ -180,19 +210,19 @@ static const char *const combine_prelude[] = {
     "                    const i64 mid = __shfl_sync(0xffffffffu, cm, j);",
     "#pragma unroll",
     "                    for (int u = 0; u < U; ++u)",
-    "                        if (vb + u * 32 < Vr) ((uint4*)a.ptr[oP])[mid * Vr + vb + u * 32] = v[j][u];",
+    "                        if (vb + u * 32 < Vr) ((VT*)a.ptr[oP])[mid * Vr + vb + u * 32] = v[j][u];",
     "                }",
-    "            if (Cb::F32 && vst) {",
+    "            if constexpr (Cb::F32) { // (an output not contiguous and aligned: Io::st)",
     "                float w32[K];",
     "#pragma unroll",
     "                for (int j = 0; j < K; ++j) w32[j] = __shfl_sync(0xffffffffu, cwf, j);",
     "#pragma unroll",
     "                for (int u = 0; u < U; ++u) {",
     "                    if (vb + u * 32 >= Vr) continue;",
-    "                    uint4 vu[K];",
+    "                    VT vu[K];",
     "#pragma unroll",
     "                    for (int j = 0; j < K; ++j) vu[j] = v[j][u];",
-    "                    sf_row_combine_f32<Op, Cb, E, K, OB>(a, oY, t * H + (vb + u * 32) * E, vu, w32);",
+    "                    sf_row_combine_f32<Op, Io, Cb, E, K, OB, VT>(a, oY, t * H + (vb + u * 32) * E, vu, w32, vst);",
     "                }",
     "            } else {",
     "                double wt[K];",
@@ -235,28 +265,7 @@ static const char *const combine_prelude[] = {
     "            }",
     "        } else {",
     "            if (wn < T * Sg) sf_row_combine_idx<Cb, K>(a, wn / Sg, lane, nsrc, nmid, nm, nr, nw, nwf);",
-    "            i64 mid[K], row[K];",
-    "            double wt[K];",
-    "#pragma unroll",
-    "            for (int j = 0; j < K; ++j) {",
-    "                mid[j] = __shfl_sync(0xffffffffu, cm, j);",
-    "                row[j] = __shfl_sync(0xffffffffu, cr, j);",
-    "                wt[j] = __shfl_sync(0xffffffffu, cw, j);",
-    "            }",
-    "            for (int u = 0; u < U; ++u) {",
-    "                if (vb + u * 32 >= Vr) continue;",
-    "                for (int e = 0; e < E; ++e) {",
-    "                    const i64 h = (vb + u * 32) * E + e;",
-    "                    Acc acc = Op::id();",
-    "#pragma unroll",
-    "                    for (int j = 0; j < K; ++j) {",
-    "                        const R x = ((const R*)a.ptr[oS])[row[j] * a.st[oS][0] + h * a.st[oS][1]];",
-    "                        if (LAZY) ((R*)a.ptr[oP])[mid[j] * a.st[oP][0] + h * a.st[oP][1]] = x;",
-    "                        acc = Op::op(acc, Cb::elem(Cb::cv(x), wt[j]));",
-    "                    }",
-    "                    Io::st(a, t * H + h, acc);",
-    "                }",
-    "            }",
+    "            sf_row_combine_elem<Op, Io, Cb, E, K, U, LAZY>(a, t, vb, Vr, H, nsrc, nmid, oS, oP);",
     "        }",
     "        cm = nm;",
     "        cr = nr;",
@@ -308,6 +317,27 @@ static bool in_range(const scanfuse_fusion *f, int32_t v, int64_t size) {
 static bool is_float(scanfuse_dtype dt) {
     return dt == SCANFUSE_FLOAT16 || dt == SCANFUSE_BFLOAT16 || dt == SCANFUSE_FLOAT32 ||
            dt == SCANFUSE_FLOAT64;
+}
+
+/* The MoE routing's identity: with I = argsort(Q) (ascending, 1-D) of a permutation Q
+ * of [0, n) (Q itself an argsort), I is Q's inverse, so Q[I[i]] = i; with J =
+ * floor_divide(Q, d) for a positive literal d, J[I[i]] = i / d.  Returns d when ib
+ * (I, through reshapes) and jv (J) are so made, else 0 (tuning comb_direct=0: always 0).
+ * The combine then knows each slot's source row, t * K + j over d, without the two
+ * dependent loads of I and J: in the DeepSeek combine the warps' stall samples sat on
+ * that chain (37 %, NOTES session 11). */
+static int64_t direct_rows(const scanfuse_fusion *f, int32_t ib, int32_t jv, int64_t n) {
+    int ip = f->values[ib].producer, jp = f->values[jv].producer;
+    if (sf_cg_tune("comb_direct", 1) == 0 || ip < 0 || jp < 0 || !sf_cg_is_perm_sort(f, ip)) return 0;
+    const sf_node *in = &f->nodes[ip], *jn = &f->nodes[jp];
+    const sf_value *q = &f->values[in->in[0]];
+    if (in->a.descending || q->ndim != 1 || q->shape[0] != n || f->values[ib].ndim != 1) return 0;
+    if (jn->op != SF_OP_floor_divide || jn->nin != 2 || jn->in[0] != in->in[0]) return 0;
+    const sf_value *dv = &f->values[jn->in[1]];
+    if (!dv->weak || dv->producer < 0 || f->nodes[dv->producer].op != SF_OP_scalar ||
+        f->nodes[dv->producer].a.value.kind != SF_NUM_INT || f->nodes[dv->producer].a.value.i <= 0)
+        return 0;
+    return f->nodes[dv->producer].a.value.i;
 }
 
 bool sf_cg_combine_match(const sf_cg *g, int anchor, sf_cg_combine *c) {
@@ -375,6 +405,7 @@ bool sf_cg_combine_match(const sf_cg *g, int anchor, sf_cg_combine *c) {
         c->src = pn->in[0];
         c->j = pn->in[1];
         c->nsrc = X->shape[0];
+        c->jdiv = direct_rows(f, unreshape(f, tn->in[1]), pn->in[1], N);
         /* lazy: P stored, read only here, and I (through reshapes) a permutation of [0, N) */
         if (g->pl->vkind[pv] == SF_CUV_BUFFER) {
             int32_t ib = unreshape(f, tn->in[1]);
@@ -395,7 +426,8 @@ bool sf_cg_combine_match(const sf_cg *g, int anchor, sf_cg_combine *c) {
     }
     const sf_value *s = &f->values[c->src];
     if (!is_float(s->dtype) || s->dtype != f->values[gv].dtype || s->dtype == SCANFUSE_FLOAT64) return false;
-    c->E = 16 / (int)scanfuse_dtype_size(s->dtype);
+    /* 16-byte vectors a lane; tuning comb_vec=8: 8-byte ones (an experiment) */
+    c->E = (sf_cg_tune("comb_vec", 16) == 8 ? 8 : 16) / (int)scanfuse_dtype_size(s->dtype);
     if (H % c->E != 0) return false;
     c->U = 1;
     for (int u = 4; u > 1 && c->U == 1; u /= 2)
@@ -439,6 +471,10 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     else
         sf_buf_puts(src, "static __device__ __forceinline__ i64 row(const sf_args& a, i64 m) "
                          "{ (void)a; return m; }\n");
+    /* DIRECT: slot j of row t reads source row rowd(t, j) (direct_rows) */
+    sf_buf_printf(src, "static const bool DIRECT = %s;\n", c->jdiv > 0 ? "true" : "false");
+    sf_buf_printf(src, "static __device__ __forceinline__ i64 rowd(i64 t, i64 j) { return (t * %lldll + j) / %lldll; }\n",
+                  (long long)c->K, (long long)(c->jdiv > 0 ? c->jdiv : 1));
     sf_buf_printf(src,
                   "static __device__ __forceinline__ double wt(const sf_args& a, i64 t, i64 j) "
                   "{ return sf_ld_%s(a.ptr[%d], t * a.st[%d][0] + j * a.st[%d][1]); }\n",
@@ -494,6 +530,8 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
                strcmp(elem, "sf_dd_make(x)") == 0 && sdt != SCANFUSE_FLOAT64 && wv->dtype != SCANFUSE_FLOAT64 &&
                (zv == yv || (zn && zn->op == SF_OP_cast && zn->in[0] == yv)) &&
                (odt == SCANFUSE_FLOAT32 || odt == SCANFUSE_BFLOAT16 || odt == SCANFUSE_FLOAT16);
+    /* (F32 implies EXACT: its elements stored through Io::st take Cb::exact's value) */
+    SF_ASSERT(!f32 || exact);
     sf_buf_printf(src, "struct Cb32_k%d {\nstatic const bool F32 = %s;\ntypedef %s O;\n", ki,
                   f32 ? "true" : "false", f32 ? sf_cg_rawtype(odt) : "u16");
     const char *raw = sf_cg_rawtype(sdt);
@@ -516,11 +554,17 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     if (oY < 0) oY = 0;
     int64_t vr = c->H / c->E, seg = (vr + 32 * c->U - 1) / (32 * c->U);
     int64_t threads = c->T * seg * 32;
-    k->grid = sf_cg_grid((threads + 255) / 256);
     /* at least 3 blocks of 256 an SM for k >= 4 (k = 8 takes ~124 registers, 2 blocks;
      * 3 spill 128 bytes and DeepSeek's example ran 381.7 -> 364.4 µs, NOTES); tuning
      * comb_minb=B */
     int minb = sf_cg_tune("comb_minb", c->K >= 4 ? 3 : 0);
+    /* a warp an item (one row segment) by default; comb_grid=B (an experiment): at most
+     * B blocks, so each warp takes several items and loads the next item's index chain
+     * while this item's vectors are in flight */
+    int64_t blocks = (threads + 255) / 256;
+    int cap = sf_cg_tune("comb_grid", 0);
+    if (cap > 0 && blocks > cap) blocks = cap;
+    k->grid = sf_cg_grid(blocks);
     char lb[32] = "256";
     if (minb > 0 && minb <= 8) snprintf(lb, sizeof lb, "256, %d", minb);
     sf_buf_printf(src,

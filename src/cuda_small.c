@@ -172,6 +172,89 @@ static const char *const small_prelude[] = {
     "        }",
     "    }",
     "}",
+    "// The same topk with packed items (topk_pack=1, the default where the key's dtype",
+    "// allows): an item is one unsigned word W, the key's order-preserving bits (sf_kpack:",
+    "// KB bits, the float keys shifted right by KS, the integer keys less LO) above PB bits",
+    "// of 2^PB - 1 - position (2^PB > len), so the words order as the stable sort does (the",
+    "// larger first) and the padding word 0 comes after every item; a round is a max over",
+    "// the lane's items below the last winner, then one warp max (redux.sync; two for 64-bit",
+    "// words).  The comparisons in double with NaN tests of sf_before took DeepSeek's 4096",
+    "// rows of 256 bfloat16 logits 25.6 µs (NOTES, CUDA session 7).  The winner's key is",
+    "// its lane's own (a position's lane and item are fixed), so the outputs keep their bits.",
+    "template <bool ISF, bool DESC, int KS, int KB, long long LO> __device__ __forceinline__ u64 sf_kpack(u64 k) {",
+    "    u64 m;",
+    "    if (ISF) {",
+    "        const double x = sf_b2d(k);",
+    "        const u64 b = x == 0.0 ? 0ull : k; // -0 and +0: one key",
+    "        m = sf_isnan(x) ? ~0ull : ((b >> 63) ? ~b : (b | (1ull << 63)));",
+    "        m >>= KS; // (the bits below the dtype's mantissa: all equal)",
+    "    } else {",
+    "        m = (u64)((i64)k - (i64)LO);",
+    "    }",
+    "    return DESC ? m : ((1ull << KB) - 1ull) - m;",
+    "}",
+    "template <bool NARROW> struct sf_word_of { typedef u64 type; };",
+    "template <> struct sf_word_of<true> { typedef u32 type; };",
+    "__device__ __forceinline__ u32 sf_warp_max_u(u32 x) {",
+    "#if __CUDA_ARCH__ >= 800 || !defined(__CUDA_ARCH__)",
+    "    return __reduce_max_sync(0xffffffffu, x);",
+    "#else",
+    "#pragma unroll",
+    "    for (int d = 16; d > 0; d >>= 1) {",
+    "        const u32 y = __shfl_xor_sync(0xffffffffu, x, d);",
+    "        x = y > x ? y : x;",
+    "    }",
+    "    return x;",
+    "#endif",
+    "}",
+    "__device__ __forceinline__ u64 sf_warp_max_u(u64 x) {",
+    "    const u32 hi = sf_warp_max_u((u32)(x >> 32));",
+    "    const u32 lo = sf_warp_max_u((u32)(x >> 32) == hi ? (u32)x : 0u);",
+    "    return ((u64)hi << 32) | lo;",
+    "}",
+    "template <class So, bool ISF, bool DESC, int ITEMS, int G, int KS, int KB, long long LO, int PB, bool BLK = false>",
+    "__device__ __forceinline__ void sf_topk_packed(const sf_args& a, i64 rows, i64 len, i64 K) {",
+    "    typedef typename sf_word_of<KB + PB <= 32>::type W;",
+    "    constexpr W PM = (W)(((u64)1 << PB) - 1ull);",
+    "    const int lane = threadIdx.x & 31;",
+    "    const i64 nw = blockDim.x >> 5, vb = BLK ? 0 : (i64)blockIdx.x, vg = BLK ? 1 : (i64)gridDim.x;",
+    "    for (i64 r0 = (vb * nw + (threadIdx.x >> 5)) * G; r0 < rows; r0 += vg * nw * G) {",
+    "        u64 key[G][ITEMS];",
+    "        W it[G][ITEMS];",
+    "#pragma unroll",
+    "        for (int g = 0; g < G; ++g)",
+    "#pragma unroll",
+    "            for (int q = 0; q < ITEMS; ++q) {",
+    "                const i64 t = (i64)q * 32 + lane;",
+    "                const bool ok = r0 + g < rows && t < len;",
+    "                key[g][q] = ok ? So::key(a, r0 + g, t) : 0ull;",
+    "                it[g][q] = ok ? ((W)sf_kpack<ISF, DESC, KS, KB, LO>(key[g][q]) << PB) | (PM - (W)t) : (W)0;",
+    "            }",
+    "#pragma unroll",
+    "        for (int g = 0; g < G; ++g) {",
+    "            if (r0 + g >= rows) break;",
+    "            W prev = 0;",
+    "            for (i64 j = 0; j < K; ++j) {",
+    "                W best = 0;",
+    "#pragma unroll",
+    "                for (int q = 0; q < ITEMS; ++q) {",
+    "                    const W c = it[g][q];",
+    "                    if ((j == 0 || c < prev) && c > best) best = c;",
+    "                }",
+    "                best = sf_warp_max_u(best);",
+    "                prev = best;",
+    "                sf_skey w;",
+    "                w.pos = (i64)(PM - (best & PM));",
+    "                u64 kk = 0ull;",
+    "#pragma unroll",
+    "                for (int q = 0; q < ITEMS; ++q)",
+    "                    if ((i64)q * 32 + lane == w.pos) kk = key[g][q];",
+    "                w.k = __shfl_sync(0xffffffffu, kk, (int)(w.pos & 31));",
+    "                if (lane == 0) So::out(a, r0 + g, j, w);",
+    "            }",
+    "        }",
+    "    }",
+    "}",
     "// Counting sort of rows whose integer keys lie in [0, range), range <= R (a power of two",
     "// >= 32), by one block of NW warps, the rows in turn: sf_count_sort's algorithm with the",
     "// block's own warp count; sh: (NW + 1) * R ints of shared memory.",
@@ -338,6 +421,33 @@ static bool warp_topk_shape(const scanfuse_fusion *f, int ni, int *items, int *g
     return true;
 }
 
+/* The packed items of sf_topk_packed for keys of dtype dt in rows of len: the key's
+ * bits (kb: a float's sign, exponent and mantissa as a double, shifted right past the
+ * dtype's mantissa by ks; an integer less its dtype's minimum lo) and the position's
+ * (pb, 2^pb > len), at most 64 in all; "ks" etc. as the template's text.  False for
+ * float64 and int64 keys (no room) and under tuning topk_pack=0. */
+static bool topk_pack(scanfuse_dtype dt, int64_t len, char *tp, size_t tpn) {
+    int ks = 0, kb;
+    long long lo = 0;
+    switch (dt) {
+    case SCANFUSE_BFLOAT16: ks = 45; break;
+    case SCANFUSE_FLOAT16: ks = 42; break;
+    case SCANFUSE_FLOAT32: ks = 29; break;
+    case SCANFUSE_BOOL: kb = 1; break;
+    case SCANFUSE_UINT8: kb = 8; break;
+    case SCANFUSE_INT8: kb = 8, lo = -128; break;
+    case SCANFUSE_INT16: kb = 16, lo = -32768; break;
+    case SCANFUSE_INT32: kb = 32, lo = -2147483648ll; break;
+    default: return false;
+    }
+    if (ks > 0) kb = 64 - ks;
+    int pb = 1;
+    while (pb < 62 && ((int64_t)1 << pb) <= len) pb++;
+    if (kb + pb > 64 || sf_cg_tune("topk_pack", 1) == 0) return false;
+    snprintf(tp, tpn, "%d, %d, (%lldll), %d", ks, kb, lo, pb);
+    return true;
+}
+
 bool sf_cg_warp_topk(sf_cg *g, int ni, const char *so, const sf_cuda_operand *ops, int nops) {
     const scanfuse_fusion *f = g->f;
     int items, grp;
@@ -352,12 +462,14 @@ bool sf_cg_warp_topk(sf_cg *g, int ni, const char *so, const sf_cuda_operand *op
     while (grp > 1 && (rows + 8 * grp - 1) / (8 * grp) < 2 * (int64_t)sms) grp /= 2;
     int64_t blocks = (rows + 8 * grp - 1) / (8 * grp), cap = (int64_t)sms * 8;
     k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+    char tp[96];
+    bool pack = topk_pack(x->dtype, len, tp, sizeof tp);
     sf_buf_printf(g->src,
                   "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                  "sf_topk_warps<%s, %s, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                  (int)(k - g->pl->k), so, sf_dtype_is_float(x->dtype) ? "true" : "false",
-                  n->a.largest ? "true" : "false", items, grp, (long long)rows, (long long)len,
-                  (long long)n->a.count);
+                  "sf_topk_%s<%s, %s, %s, %d, %d%s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                  (int)(k - g->pl->k), pack ? "packed" : "warps", so,
+                  sf_dtype_is_float(x->dtype) ? "true" : "false", n->a.largest ? "true" : "false", items, grp,
+                  pack ? ", " : "", pack ? tp : "", (long long)rows, (long long)len, (long long)n->a.count);
     return true;
 }
 
@@ -710,10 +822,13 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 int64_t rows = len > 0 ? sf_value_numel(x) / len : 0;
                 bool desc = nd->op == SF_OP_topk ? nd->a.largest : nd->a.descending;
                 const char *df = desc ? "true" : "false";
+                char tp[96];
+                bool pack = sn[j].kind == PH_TOPK && topk_pack(x->dtype, len, tp, sizeof tp);
                 if (sn[j].kind == PH_TOPK)
-                    sf_buf_printf(t, "sf_topk_warps<So_k%d, %s, %s, %d, %d, true>(a, %lldll, %lldll, %lldll);\n", q,
-                                  sf_dtype_is_float(x->dtype) ? "true" : "false", df, sn[j].items, sn[j].grp,
-                                  (long long)rows, (long long)len, (long long)nd->a.count);
+                    sf_buf_printf(t, "sf_topk_%s<So_k%d, %s, %s, %d, %d%s%s, true>(a, %lldll, %lldll, %lldll);\n",
+                                  pack ? "packed" : "warps", q, sf_dtype_is_float(x->dtype) ? "true" : "false", df,
+                                  sn[j].items, sn[j].grp, pack ? ", " : "", pack ? tp : "", (long long)rows,
+                                  (long long)len, (long long)nd->a.count);
                 else if (sn[j].kind == PH_COUNT) {
                     int need = (SF_SMALL_THREADS / 32 + 1) * sn[j].R;
                     if (need > shared) shared = need;

@@ -685,6 +685,14 @@ static void build_programs(void) {
                      "output v, i, w, j, a, d\n", dn(dt));
             p = prog_raw(t, T_EXACT);
             p->gen[0] = G_TIES;
+            /* the packed warp topk (sf_topk_packed; float64 and int64 keep sf_topk_warps):
+             * 16 of 300 each way, special values and the integer extremes */
+            snprintf(t, sizeof t,
+                     "input x0: %s[6, 300]\n"
+                     "v, i = topk(x0, 16, dim=1)\nw, j = topk(x0, 5, dim=1, largest=false)\n"
+                     "output v, i, w, j\n", dn(dt));
+            p = prog_raw(t, T_EXACT);
+            p->gen[0] = G_SPECIAL;
             snprintf(t, sizeof t,
                      "input x0: %s[3, 5000]\n"
                      "v, i = topk(x0, 10, dim=1)\na = argsort(x0, dim=1, descending=true)\n"
@@ -906,6 +914,83 @@ static void build_programs(void) {
                      "output permuted, out\n",
                      T_EXACT);
         q->tol[1] = T_ULP1;
+        /* warps that take several items (comb_grid=B, an experiment: at most B blocks),
+         * each loading the next item's index chain ahead: k = 8 with lazy rows (the
+         * DeepSeek form), k = 2 with two vectors a lane */
+        q = prog_raw("input logits: float32[96, 16]\ninput hidden: bfloat16[96, 1024]\n"
+                     "top, expert = topk(logits, 8, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [768])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 8)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "e = take_along_dim(reshape(permuted, [768, 1, 1024]), reshape(inverse, [96, 8, 1]), dim=0)\n"
+                     "out = cast(sum(mul(e, reshape(score, [96, 8, 1])), dim=1), bfloat16)\n"
+                     "output permuted, out\n", T_EXACT);
+        q->tol[1] = T_ULP1;
+        q->tune = "comb_grid=3";
+        q = prog_raw("input logits: float32[500, 6]\ninput hidden: bfloat16[500, 256]\n"
+                     "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [1000])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "expert_out = take_along_dim(reshape(permuted, [1000, 1, 256]), reshape(inverse, [500, 2, 1]), dim=0)\n"
+                     "out = cast(sum(mul(expert_out, reshape(score, [500, 2, 1])), dim=1), bfloat16)\n"
+                     "output permuted, out\n",
+                     T_EXACT);
+        q->tol[1] = T_ULP1;
+        q->tune = "comb_grid=5";
+        /* the source rows known without loads (direct_rows: J[I[i]] = i / d): d = 4
+         * for k = 2 (two tokens' slots a row of X); the same through the loaded index
+         * chain (comb_direct=0); an inverse sorted descending, which is no inverse (the
+         * chain path, by default) */
+        const char *drc =
+            "input logits: float32[64, 6]\ninput hidden: bfloat16[32, 256]\n"
+            "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
+            "pairs = reshape(expert, [128])\nperm = argsort(pairs, stable=true)\n"
+            "inverse = argsort(perm%s)\ntoken = floor_divide(perm, 4)\n"
+            "permuted = index_select(hidden, 0, token)\n"
+            "e = take_along_dim(reshape(permuted, [128, 1, 256]), reshape(inverse, [64, 2, 1]), dim=0)\n"
+            "out = cast(sum(mul(e, reshape(score, [64, 2, 1])), dim=1), bfloat16)\n"
+            "output permuted, out\n";
+        char dt_[1024];
+        for (int v = 0; v < 3; v++) {
+            snprintf(dt_, sizeof dt_, drc, v == 2 ? ", descending=true" : "");
+            q = prog_raw(dt_, T_EXACT);
+            q->tol[1] = T_ULP1;
+            if (v == 1) q->tune = "comb_direct=0";
+        }
+        /* 8-byte vectors a lane (comb_vec=8, an experiment): k = 8 with lazy rows, k = 2
+         * over float32 rows (two elements a vector), k = 1 into float16 */
+        q = prog_raw("input logits: float32[64, 16]\ninput hidden: bfloat16[64, 520]\n"
+                     "top, expert = topk(logits, 8, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [512])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 8)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "e = take_along_dim(reshape(permuted, [512, 1, 520]), reshape(inverse, [64, 8, 1]), dim=0)\n"
+                     "out = cast(sum(mul(e, reshape(score, [64, 8, 1])), dim=1), bfloat16)\n"
+                     "output permuted, out\n", T_EXACT);
+        q->tol[1] = T_ULP1;
+        q->gen[1] = G_SPECIAL;
+        q->tune = "comb_vec=8";
+        q = prog_raw("input logits: float32[300, 6]\ninput hidden: float32[300, 66]\n"
+                     "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
+                     "pairs = reshape(expert, [600])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "expert_out = take_along_dim(reshape(permuted, [600, 1, 66]), reshape(inverse, [300, 2, 1]), dim=0)\n"
+                     "out = sum(mul(expert_out, reshape(score, [300, 2, 1])), dim=1)\n"
+                     "output permuted, out\n", T_EXACT);
+        q->tol[1] = T_ULP1;
+        q->tune = "comb_vec=8";
+        q = prog_raw("input logits: bfloat16[256, 16]\ninput hidden: float16[256, 516]\n"
+                     "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
+                     "pairs = reshape(expert, [256])\nperm = argsort(pairs, stable=true)\n"
+                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
+                     "permuted = index_select(hidden, 0, token)\n"
+                     "expert_out = take_along_dim(reshape(permuted, [256, 1, 516]), reshape(inverse, [256, 1, 1]), dim=0)\n"
+                     "out = cast(sum(mul(expert_out, reshape(score, [256, 1, 1])), dim=1), float16)\n"
+                     "output permuted, out\n", T_EXACT);
+        q->tol[1] = T_ULP1;
+        q->tune = "comb_vec=8";
         prog_raw("input x: float16[3, 5, 65536]\ns = sum(x, dim=1)\noutput s\n", T_ULP1);
         prog_raw("input x: int32[4, 3, 40000]\ns = sum(x, dim=1)\nm = max(x, dim=1)\noutput s, m\n", T_EXACT);
         prog_raw("input x: float32[7, 150000]\nm = max(x, dim=0)\nn = mean(x, dim=0)\noutput m, n\n", T_ULP1);

@@ -12,6 +12,7 @@
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_scans.XXXXXX")
+export TMPDIR=$D # run.sh's own directories go with it
 trap 'rm -rf "$D"' EXIT
 # programs: several tiles a row (8192 steps a float32 tile), partial last tiles,
 # inclusive and exclusive, both directions, several rows, index outputs, float16, a

@@ -63,6 +63,15 @@ static inline unsigned __match_any_sync(unsigned, int v) {
     emu_wait(FS_WARP);
     return m;
 }
+static inline unsigned __reduce_max_sync(unsigned, unsigned v) {
+    int w = g_cur->tid.x >> 5;
+    g_x[w][g_cur->tid.x & 31] = v;
+    emu_wait(FS_WARP);
+    unsigned m = 0;
+    for (int l = 0; l < 32; l++) m = (unsigned)g_x[w][l] > m ? (unsigned)g_x[w][l] : m;
+    emu_wait(FS_WARP);
+    return m;
+}
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
