@@ -16,9 +16,13 @@
  * rounded to the mul's dtype, converted to the sum's compute type, combined by the same
  * Op in slot order, or the plain double sum where that is provably the same (Cb::EXACT),
  * stored by the same Io::st with its epilogue, into registers and out as one vector),
- * so the bits are those of the generic kernel.  Measured (H200, Nsight, NOTES session 5
- * entry 7): Llama 32.1 µs, DeepSeek 289.9 µs (2 blocks an SM), against floors of 14
- * and 138 µs.
+ * so the bits are those of the generic kernel.  Measured (H200, Nsight): Llama 32.1 µs,
+ * DeepSeek 289.9 µs in session 5; 18.2 and 195.4 µs in session 11 (NOTES), against
+ * floors of 14 and 138 µs.
+ *
+ * Direct rows: when I is the inverse of a permutation Q (I = argsort(Q), Q an argsort)
+ * and J = floor_divide(Q, d), J[I[i]] = i / d, so slot j of row t reads row (t*K + j) / d
+ * of X with no load on the way (direct_rows; the MoE routing, d = k: row t itself).
  *
  * Lazy rows: when P is an output of the segment (stored) and I is the inverse of a
  * permutation (an argsort of an argsort's result: every row of P is read by exactly one
@@ -32,6 +36,11 @@
  * the segment reading G or the product, the indices proven in range (sf_int_range: no
  * check kernel, no error), H a multiple of the 16-byte vector's elements.  Rows that
  * are not contiguous or 16-byte aligned take the element path of the same kernel.
+ *
+ * Tuning (SCANFUSE_CUDA_TUNE; benchmarks): row_combine=0 (the generic reduction),
+ * comb_f32=0 (the generic epilogue), comb_minb=B (blocks an SM), comb_direct=0 (rows
+ * through the loaded index chain), and the experiments comb_grid=B (at most B blocks,
+ * warps taking several items) and comb_vec=8 (8-byte vectors), both measured slower.
  */
 #include "cuda_codegen.h"
 

@@ -43,11 +43,13 @@
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
- * before, lb_done applying to that count).
+ * before, lb_done applying to that count; row_stage1=2 stages the one-tile rows that
+ * read an input again by every row, 1 every one-tile row, 0 none).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
- * double), comb_*, small_* and count_* (cuda_combine.c, cuda_small.c, cuda_index.c).
+ * double), comb_*, small_*, topk_pack and count_* (cuda_combine.c, cuda_small.c,
+ * cuda_index.c).
  */
 #include "cuda_codegen.h"
 
