@@ -478,6 +478,32 @@ static void prog_weighted(int rows, int len, const char *tune, bool cast_out, co
     finish(p);
 }
 
+/* The MoE routing and combine (the examples' form, cuda_combine.c's kernel): router
+ * logits [T, E] of ldt, top k, the stable sort of the pairs, its inverse (argsort with
+ * inv_flags), token = perm / d, the permuted rows of hidden [rows, H] of hdt and their
+ * weighted sum back, cast to out_cast (NULL: none); outputs permuted and out. */
+static prog *prog_moe(const char *ldt, int T, int E, int k, const char *hdt, int rows, int H, int d,
+                      const char *inv_flags, const char *out_cast, const char *tune) {
+    char t[1400], sum[128], outx[160];
+    snprintf(sum, sizeof sum, "sum(mul(e, reshape(score, [%d, %d, 1])), dim=1)", T, k);
+    if (out_cast) snprintf(outx, sizeof outx, "cast(%s, %s)", sum, out_cast);
+    else snprintf(outx, sizeof outx, "%s", sum);
+    snprintf(t, sizeof t,
+             "input logits: %s[%d, %d]\ninput hidden: %s[%d, %d]\n"
+             "top, expert = topk(logits, %d, dim=1)\nscore = sigmoid(%s)\n"
+             "pairs = reshape(expert, [%d])\nperm = argsort(pairs, stable=true)\n"
+             "inverse = argsort(perm%s)\ntoken = floor_divide(perm, %d)\n"
+             "permuted = index_select(hidden, 0, token)\n"
+             "e = take_along_dim(reshape(permuted, [%d, 1, %d]), reshape(inverse, [%d, %d, 1]), dim=0)\n"
+             "out = %s\noutput permuted, out\n",
+             ldt, T, E, hdt, rows, H, k, strcmp(ldt, "float32") ? "cast(top, float32)" : "top", T * k, inv_flags, d,
+             T * k, H, T, k, outx);
+    prog *q = prog_raw(t, T_EXACT);
+    q->tol[1] = T_ULP1;
+    q->tune = tune;
+    return q;
+}
+
 static void build_programs(void) {
     const scanfuse_dtype all[] = {SCANFUSE_BOOL, SCANFUSE_UINT8, SCANFUSE_INT8, SCANFUSE_INT16,
                                   SCANFUSE_INT32, SCANFUSE_INT64, SCANFUSE_FLOAT16,
@@ -917,80 +943,21 @@ static void build_programs(void) {
         /* warps that take several items (comb_grid=B, an experiment: at most B blocks),
          * each loading the next item's index chain ahead: k = 8 with lazy rows (the
          * DeepSeek form), k = 2 with two vectors a lane */
-        q = prog_raw("input logits: float32[96, 16]\ninput hidden: bfloat16[96, 1024]\n"
-                     "top, expert = topk(logits, 8, dim=1)\nscore = sigmoid(top)\n"
-                     "pairs = reshape(expert, [768])\nperm = argsort(pairs, stable=true)\n"
-                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 8)\n"
-                     "permuted = index_select(hidden, 0, token)\n"
-                     "e = take_along_dim(reshape(permuted, [768, 1, 1024]), reshape(inverse, [96, 8, 1]), dim=0)\n"
-                     "out = cast(sum(mul(e, reshape(score, [96, 8, 1])), dim=1), bfloat16)\n"
-                     "output permuted, out\n", T_EXACT);
-        q->tol[1] = T_ULP1;
-        q->tune = "comb_grid=3";
-        q = prog_raw("input logits: float32[500, 6]\ninput hidden: bfloat16[500, 256]\n"
-                     "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
-                     "pairs = reshape(expert, [1000])\nperm = argsort(pairs, stable=true)\n"
-                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
-                     "permuted = index_select(hidden, 0, token)\n"
-                     "expert_out = take_along_dim(reshape(permuted, [1000, 1, 256]), reshape(inverse, [500, 2, 1]), dim=0)\n"
-                     "out = cast(sum(mul(expert_out, reshape(score, [500, 2, 1])), dim=1), bfloat16)\n"
-                     "output permuted, out\n",
-                     T_EXACT);
-        q->tol[1] = T_ULP1;
-        q->tune = "comb_grid=5";
+        prog_moe("float32", 96, 16, 8, "bfloat16", 96, 1024, 8, ", stable=true", "bfloat16", "comb_grid=3");
+        prog_moe("float32", 500, 6, 2, "bfloat16", 500, 256, 2, ", stable=true", "bfloat16", "comb_grid=5");
         /* the source rows known without loads (direct_rows: J[I[i]] = i / d): d = 4
          * for k = 2 (two tokens' slots a row of X); the same through the loaded index
          * chain (comb_direct=0); an inverse sorted descending, which is no inverse (the
          * chain path, by default) */
-        const char *drc =
-            "input logits: float32[64, 6]\ninput hidden: bfloat16[32, 256]\n"
-            "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
-            "pairs = reshape(expert, [128])\nperm = argsort(pairs, stable=true)\n"
-            "inverse = argsort(perm%s)\ntoken = floor_divide(perm, 4)\n"
-            "permuted = index_select(hidden, 0, token)\n"
-            "e = take_along_dim(reshape(permuted, [128, 1, 256]), reshape(inverse, [64, 2, 1]), dim=0)\n"
-            "out = cast(sum(mul(e, reshape(score, [64, 2, 1])), dim=1), bfloat16)\n"
-            "output permuted, out\n";
-        char dt_[1024];
-        for (int v = 0; v < 3; v++) {
-            snprintf(dt_, sizeof dt_, drc, v == 2 ? ", descending=true" : "");
-            q = prog_raw(dt_, T_EXACT);
-            q->tol[1] = T_ULP1;
-            if (v == 1) q->tune = "comb_direct=0";
-        }
+        prog_moe("float32", 64, 6, 2, "bfloat16", 32, 256, 4, "", "bfloat16", NULL);
+        prog_moe("float32", 64, 6, 2, "bfloat16", 32, 256, 4, "", "bfloat16", "comb_direct=0");
+        prog_moe("float32", 64, 6, 2, "bfloat16", 32, 256, 4, ", descending=true", "bfloat16", NULL);
         /* 8-byte vectors a lane (comb_vec=8, an experiment): k = 8 with lazy rows, k = 2
          * over float32 rows (two elements a vector), k = 1 into float16 */
-        q = prog_raw("input logits: float32[64, 16]\ninput hidden: bfloat16[64, 520]\n"
-                     "top, expert = topk(logits, 8, dim=1)\nscore = sigmoid(top)\n"
-                     "pairs = reshape(expert, [512])\nperm = argsort(pairs, stable=true)\n"
-                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 8)\n"
-                     "permuted = index_select(hidden, 0, token)\n"
-                     "e = take_along_dim(reshape(permuted, [512, 1, 520]), reshape(inverse, [64, 8, 1]), dim=0)\n"
-                     "out = cast(sum(mul(e, reshape(score, [64, 8, 1])), dim=1), bfloat16)\n"
-                     "output permuted, out\n", T_EXACT);
-        q->tol[1] = T_ULP1;
-        q->gen[1] = G_SPECIAL;
-        q->tune = "comb_vec=8";
-        q = prog_raw("input logits: float32[300, 6]\ninput hidden: float32[300, 66]\n"
-                     "top, expert = topk(logits, 2, dim=1)\nscore = sigmoid(top)\n"
-                     "pairs = reshape(expert, [600])\nperm = argsort(pairs, stable=true)\n"
-                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 2)\n"
-                     "permuted = index_select(hidden, 0, token)\n"
-                     "expert_out = take_along_dim(reshape(permuted, [600, 1, 66]), reshape(inverse, [300, 2, 1]), dim=0)\n"
-                     "out = sum(mul(expert_out, reshape(score, [300, 2, 1])), dim=1)\n"
-                     "output permuted, out\n", T_EXACT);
-        q->tol[1] = T_ULP1;
-        q->tune = "comb_vec=8";
-        q = prog_raw("input logits: bfloat16[256, 16]\ninput hidden: float16[256, 516]\n"
-                     "top, expert = topk(logits, 1, dim=1)\nscore = sigmoid(cast(top, float32))\n"
-                     "pairs = reshape(expert, [256])\nperm = argsort(pairs, stable=true)\n"
-                     "inverse = argsort(perm, stable=true)\ntoken = floor_divide(perm, 1)\n"
-                     "permuted = index_select(hidden, 0, token)\n"
-                     "expert_out = take_along_dim(reshape(permuted, [256, 1, 516]), reshape(inverse, [256, 1, 1]), dim=0)\n"
-                     "out = cast(sum(mul(expert_out, reshape(score, [256, 1, 1])), dim=1), float16)\n"
-                     "output permuted, out\n", T_EXACT);
-        q->tol[1] = T_ULP1;
-        q->tune = "comb_vec=8";
+        prog_moe("float32", 64, 16, 8, "bfloat16", 64, 520, 8, ", stable=true", "bfloat16", "comb_vec=8")->gen[1] =
+            G_SPECIAL;
+        prog_moe("float32", 300, 6, 2, "float32", 300, 66, 2, ", stable=true", NULL, "comb_vec=8");
+        prog_moe("bfloat16", 256, 16, 1, "float16", 256, 516, 1, ", stable=true", "float16", "comb_vec=8");
         prog_raw("input x: float16[3, 5, 65536]\ns = sum(x, dim=1)\noutput s\n", T_ULP1);
         prog_raw("input x: int32[4, 3, 40000]\ns = sum(x, dim=1)\nm = max(x, dim=1)\noutput s, m\n", T_EXACT);
         prog_raw("input x: float32[7, 150000]\nm = max(x, dim=0)\nn = mean(x, dim=0)\noutput m, n\n", T_ULP1);
