@@ -338,9 +338,36 @@ static scanfuse_status emit_ids(sf_cg *g, int ni) {
     k = sf_cg_new_kernel(g, SF_CUK_ELEM, ni);
     int ox = sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
     oy = sf_cg_operand(k, n->out[0], SF_CUOP_OWN, 0, true); /* y is 1-d */
-    open_elem(g, k, x->ndim, x->shape);
+    /* bin_smem=1 (an experiment, not yet run on a GPU): each block counts 4096 ids a
+     * round into shared memory, then adds its nonzero counts to y, so 256 counters see
+     * a few thousand global atomics instead of one an id (DeepSeek's 32768 ids: 7.5 µs,
+     * NOTES session 11) */
+    int64_t nx = sf_value_numel(x);
+    bool smem = sf_cg_tune("bin_smem", 0) == 1 && C <= 4096 && nx > 4096;
+    if (smem) {
+        int ki = (int)(k - g->pl->k);
+        k->ndim = x->ndim;
+        for (int d = 0; d < x->ndim; d++) k->shape[d] = x->shape[d];
+        k->block = 256;
+        k->grid = sf_cg_grid(ceil_div(nx, 4096));
+        sf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
+        sf_buf_printf(b, "__shared__ unsigned s_h[%lld];\nfor (int q = threadIdx.x; q < %lld; q += 256) s_h[q] = 0u;\n"
+                         "__syncthreads();\n", (long long)C, (long long)C);
+        sf_buf_printf(b, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
+                      (long long)nx);
+        sf_cg_coords(b, "c", "i", x->ndim, dims8, x->shape);
+    } else {
+        open_elem(g, k, x->ndim, x->shape);
+    }
     sf_buf_printf(b, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
     sf_cg_offset(b, "c", ox, x->ndim, dims8, x->shape);
+    if (smem) {
+        sf_buf_printf(b, ");\nif (v >= 0 && v < %lldll) atomicAdd(&s_h[v], 1u);\n}\n__syncthreads();\n", (long long)C);
+        sf_buf_printf(b, "for (int q = threadIdx.x; q < %lld; q += 256)\n"
+                         "if (s_h[q]) atomicAdd((unsigned long long*)((i64*)a.ptr[%d] + q * a.st[%d][0]), (unsigned long long)s_h[q]);\n"
+                         "}\n\n", (long long)C, oy, oy);
+        return SCANFUSE_OK;
+    }
     sf_buf_printf(b, ");\nif (v >= 0 && v < %lldll) atomicAdd((unsigned long long*)((i64*)a.ptr[%d] + v * a.st[%d][0]), 1ull);\n",
                   (long long)C, oy, oy);
     close_elem(g);

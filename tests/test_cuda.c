@@ -740,6 +740,11 @@ static void build_programs(void) {
                    "d = argsort(x0, dim=1, range=700, descending=true)\noutput a, d\n", 700);
         prog_index("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", 17);
         prog_index("input x0: uint8[300000]\nb = bincount(x0, 256)\noutput b\n", 256);
+        /* counts in shared memory first (bin_smem=1, an experiment): 1-d and 2-d ids,
+         * a partial last round, 4096 counters */
+        prog_index("input x0: int64[32768]\nb = bincount(x0, 256)\noutput b\n", 256)->tune = "bin_smem=1";
+        prog_index("input x0: int32[3, 7001]\nr = reshape(x0, [21003])\nb = bincount(r, 4096)\noutput b\n", 4096)->tune =
+            "bin_smem=1";
     }
     /* creation, shape ops, matmul */
     prog_raw("input x0: float32[3, 4]\n"
