@@ -727,6 +727,17 @@ static void build_programs(void) {
             p->gen[0] = G_TIES;
         }
     }
+    /* the packed warp topk's other key dtypes (32-bit words: float16, int8, int16; 64-bit:
+     * int32), as above (added in session 11 after its last GPU run) */
+    const scanfuse_dtype kdt[] = {SCANFUSE_FLOAT16, SCANFUSE_INT8, SCANFUSE_INT16, SCANFUSE_INT32};
+    for (size_t i = 0; i < sizeof kdt / sizeof kdt[0]; i++) {
+        char t[512];
+        snprintf(t, sizeof t,
+                 "input x0: %s[6, 300]\n"
+                 "v, i = topk(x0, 16, dim=1)\nw, j = topk(x0, 5, dim=1, largest=false)\n"
+                 "output v, i, w, j\n", dn(kdt[i]));
+        prog_raw(t, T_EXACT)->gen[0] = G_SPECIAL;
+    }
     {
         prog_index("input x0: int32[6, 7]\no = one_hot(x0, 9)\nk = argsort(x0, dim=1, range=9)\noutput o, k\n", 9);
         /* counting sorts (sf_count_sort): many chunks of 256, both orders, keys from topk */
