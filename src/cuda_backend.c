@@ -701,9 +701,9 @@ static scanfuse_status cuda_run_program(sf_program *p, const sf_view *inputs,
         /* a small segment's one kernel (cuda_small.c) reads the segment's reshapes of its
          * own values as views: when one is not (a non-contiguous output of the caller),
          * the segment runs node by node, on the kernels it was built from */
-        if (fused && pl->seg_nk[sg] == 1 && pl->k[pl->seg_k0[sg]].kind == SF_CUK_SMALL &&
-            !small_views_ok(&r, seg))
-            fused = false;
+        bool small = false;
+        for (int q = 0; q < pl->seg_nk[sg] && fused; q++) small |= pl->k[pl->seg_k0[sg] + q].kind == SF_CUK_SMALL;
+        if (small && !small_views_ok(&r, seg)) fused = false;
         /* fused: setup nodes, then the kernel; else every node in node order */
         for (int j = 0; j < seg->nnodes; j++) {
             int ni = seg->nodes[j];
@@ -722,7 +722,9 @@ static scanfuse_status cuda_run_program(sf_program *p, const sf_view *inputs,
         }
         if (!fused) continue;
         for (int q = 0; q < pl->seg_nk[sg]; q++)
-            if ((st = launch(&r, pl->seg_k0[sg] + q, NULL, false)) != SCANFUSE_OK) goto done;
+            if (!pl->k[pl->seg_k0[sg] + q].small_sub &&
+                (st = launch(&r, pl->seg_k0[sg] + q, NULL, false)) != SCANFUSE_OK)
+                goto done;
     }
     if (pl->may_fail) {
         size_t nb = (size_t)pl->nerr * 16;

@@ -1262,6 +1262,19 @@ scanfuse_status sf_cg_emit_node(sf_cg *g, int ni, char *msg, size_t msglen) {
     return st;
 }
 
+scanfuse_status sf_cg_emit_run(sf_cg *g, const int *nodes, int n, char *msg, size_t msglen) {
+    sf_cuda_plan *pl = g->pl;
+    int k0 = pl->nkernels;
+    for (int j = 0; j < n; j++) g->in_seg[nodes[j]] = true;
+    scanfuse_status st = emit_group(g, nodes, n, -1, msg, msglen);
+    for (int j = 0; j < n; j++) {
+        g->in_seg[nodes[j]] = false;
+        pl->node_k0[nodes[j]] = k0;
+        pl->node_nk[nodes[j]] = j == 0 ? pl->nkernels - k0 : 0;
+    }
+    return st;
+}
+
 /* The kernels that materialize setup node ni when something reads it from memory. */
 static void emit_setup(sf_cg *g, int ni) {
     const scanfuse_fusion *f = g->f;
@@ -1551,6 +1564,13 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
                 pl->seg_fused[s] = true;
                 continue;
             }
+            int groups = 0;
+            if (st == SCANFUSE_OK) st = sf_cg_small_parts(&g, list, nl, &groups, msg, msglen);
+            if (groups > 0) {
+                pl->seg_nk[s] = pl->nkernels - pl->seg_k0[s];
+                pl->seg_fused[s] = true;
+                continue;
+            }
         }
         if (fused[s]) {
             for (int j = 0; j < nl; j++) in_seg[list[j]] = true;
@@ -1660,7 +1680,9 @@ scanfuse_status sf_cuda_plan_build(const sf_program *p, int arch, int sms, sf_cu
     pl->seg_fused = sf_calloc(ns, sizeof *pl->seg_fused);
     /* at most: per node 3 (check, main, finish / sort steps are counted in cuda_index.c's
      * bound), plus setup kernels, plus output copies */
-    size_t cap = (size_t)f->noutputs + 8 + 2 * ns; /* + a small segment's kernel and pre-kernel */
+    /* + a small segment's kernel and pre-kernel, and the SMALL kernels of segments run
+     * in parts (at most one per two nodes) */
+    size_t cap = (size_t)f->noutputs + 8 + 2 * ns + nn;
     for (int i = 0; i < f->nnodes; i++) /* sorts: chunk sort, up to 40 merge passes, emit */
         cap += (f->nodes[i].op == SF_OP_argsort || f->nodes[i].op == SF_OP_topk) ? 48 : 4;
     pl->k = sf_calloc(cap, sizeof *pl->k);

@@ -109,6 +109,8 @@ typedef struct sf_cuda_kernel {
                                            arguments its parameter packs (cuda_small.c) */
     int pre1;                           /* SMALL: 1 + the kernel launched just before it
                                            (a leading grid phase), 0: none              */
+    bool small_sub;                     /* one of a SMALL kernel's sub-kernels: launched
+                                           only when its segment runs node by node      */
 } sf_cuda_kernel;
 
 /* How a value's memory is provided at run time. */
@@ -273,6 +275,11 @@ void sf_cg_gather_check(sf_cg *g, int ni);
  * node_k0/node_nk; cuda_codegen.c). */
 scanfuse_status sf_cg_emit_node(sf_cg *g, int ni, char *msg, size_t msglen);
 
+/* One kernel for element-wise nodes[0..n) of one result shape, in node order, of a
+ * segment run node by node: it stores every value of theirs that has memory.  The first
+ * node's node_k0/node_nk name it, the others' none (they run with it). */
+scanfuse_status sf_cg_emit_run(sf_cg *g, const int *nodes, int n, char *msg, size_t msglen);
+
 /* Small segments (cuda_small.c): a SMALL segment whose data fits one block runs as one
  * kernel of one block.  sf_cg_small emits it when it can (*taken; its sub-kernels, the
  * segment's node-by-node kernels, stay in the plan with node_k0/node_nk set, so a run can
@@ -283,6 +290,12 @@ scanfuse_status sf_cg_emit_node(sf_cg *g, int ni, char *msg, size_t msglen);
  * aux[0..2], err, scratch). */
 scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
                             size_t msglen);
+/* A SMALL segment too large for one block (DeepSeek's routing): runs of its nodes, in node
+ * order, as SMALL kernels where one block beats their launches, the other nodes their own
+ * kernels; *groups is the number of SMALL kernels.  With *groups > 0 the segment's kernels
+ * are launched in order, skipping the SMALL kernels' sub-kernels (small_sub); with 0 the
+ * plan and the source are as they were (tuning small_part=0: always). */
+scanfuse_status sf_cg_small_parts(sf_cg *g, const int *nodes, int n, int *groups, char *msg, size_t msglen);
 /* argsort of an argsort's result along the same dim (rows that are permutations of
  * [0, len): the stable sort is a scatter): sf_cg_perm_sort emits that kernel (operands
  * and So struct as emit_sort has them) and returns true, else false. */

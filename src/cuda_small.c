@@ -83,6 +83,8 @@
 #define SF_SMALL_THREADS 1024
 #define SF_SMALL_MAXWORDS 512 /* 4 KB of parameter */
 #define SF_SMALL_BINS 2048    /* bincount in shared memory up to this many counts */
+#define SF_SMALL_LAUNCH_NS 2500 /* a launch's cost in a run (parts of segments, below) */
+#define SF_SMALL_BYTES_NS 100   /* bytes a nanosecond one block streams from L2 */
 
 int sf_cuda_small_nd(const scanfuse_fusion *f, const sf_cuda_kernel *k, int op) {
     switch (k->ops[op].mode) {
@@ -659,8 +661,11 @@ static void emit_args(sf_buf *b, const scanfuse_fusion *f, const sf_cuda_kernel 
     emit_args_as(b, f, k, w, "a");
 }
 
-scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
-                            size_t msglen) {
+/* nodes[0..n) as one SMALL kernel (see sf_cg_small); part: they are a run of a larger
+ * segment's nodes (sf_cg_small_parts), taken only when one block is likely faster than
+ * the launches it saves. */
+static scanfuse_status small_group(sf_cg *g, const int *nodes, int n, bool part, bool *taken, char *msg,
+                                   size_t msglen) {
     const scanfuse_fusion *f = g->f;
     sf_cuda_plan *pl = g->pl;
     *taken = false;
@@ -768,6 +773,36 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
         }
     }
     pre = pre && ok && sn[0].kind == PH_TOPK && sn[0].nk == 1;
+    /* A counting sort of more than 4096 keys a row (several rounds of barriers) is never
+     * worth a block: one block took 166 µs over DeepSeek's 32768 pairs (NOTES session 6),
+     * its split kernels ~20.  A part of a segment: the launches it saves against one
+     * block's time.  Every sub-kernel would launch on its own (~SF_SMALL_LAUNCH_NS each
+     * in a graph with PDL, H200: DeepSeek's 16 routing kernels took ~37 µs, NOTES
+     * session 11); the block streams its data at ~SF_SMALL_BYTES_NS from L2 on one
+     * multiprocessor. */
+    for (int j = 0; j < n && ok; j++) {
+        if (sn[j].kind != PH_COUNT) continue;
+        const sf_node *nd = &f->nodes[nodes[j]];
+        const sf_value *x = &f->values[nd->in[0]];
+        ok = (x->ndim > 0 ? x->shape[nd->a.dim] : 1) <= 4 * SF_SMALL_THREADS;
+    }
+    if (ok && part) {
+        int64_t saved = (int64_t)(pl->nkernels - nk0) - 1 - (pre ? 1 : 0);
+        ok = bytes / SF_SMALL_BYTES_NS <= saved * SF_SMALL_LAUNCH_NS;
+        /* An element-wise phase of more than 4 elements a thread is no block's work
+         * either: its loop waits a round trip an element, and its arithmetic runs on one
+         * multiprocessor (DeepSeek's cast and sigmoid over 32768 scores took 5 and 12 µs
+         * there, H200, NOTES session 12; as one grid kernel ~3) */
+        for (int j = 0; j < n && ok; j++) {
+            if (sn[j].kind != PH_COPIES) continue;
+            for (int q = sn[j].k0; q < sn[j].k0 + sn[j].nk && ok; q++) {
+                const sf_cuda_kernel *k = &pl->k[q];
+                int64_t m = 1;
+                for (int d = 0; d < k->ndim; d++) m *= k->shape[d];
+                ok = k->kind == SF_CUK_SCAN_WARP || m <= 4 * SF_SMALL_THREADS;
+            }
+        }
+    }
     int words = 0;
     for (int q = nk0; q < pl->nkernels && ok; q++) words += sf_cuda_small_words(f, &pl->k[q]);
     if (st == SCANFUSE_ERROR_UNSUPPORTED || st == SCANFUSE_OK) st = SCANFUSE_OK;
@@ -861,22 +896,32 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
                 continue;
             }
             phase_operands(f, h, k);
-            if (bin) { /* counting into shared memory, then every count stored */
+            if (bin) { /* counting into shared memory, then every count stored; the ids
+                          * are loaded 8 a thread at once (their latencies overlap: one
+                          * round trip a round, not one an id) */
                 const sf_value *x = &f->values[nd->in[0]];
                 int ox = k->ops[0].out ? 1 : 0, oy = 1 - ox;
-                int64_t C = nd->a.count;
+                int64_t C = nd->a.count, N = sf_value_numel(x);
                 if (C > bins) bins = (int)C;
                 phase_touch(h, SMEM_BINS_ROOT, true);
                 sf_buf_printf(t,
                               "for (int b = threadIdx.x; b < %lld; b += blockDim.x) s_bins[b] = 0;\n"
                               "__syncthreads();\n"
-                              "for (i64 i = threadIdx.x; i < %lldll; i += blockDim.x) {\n",
-                              (long long)C, (long long)sf_value_numel(x));
+                              "for (i64 i0 = threadIdx.x; i0 < %lldll; i0 += 8 * (i64)blockDim.x) {\n"
+                              "i64 v[8];\n"
+                              "#pragma unroll\n"
+                              "for (int u = 0; u < 8; ++u) {\n"
+                              "const i64 i = i0 + u * (i64)blockDim.x;\n"
+                              "v[u] = -1;\n"
+                              "if (i < %lldll) {\n",
+                              (long long)C, (long long)N, (long long)N);
                 sf_cg_coords(t, "c", "i", x->ndim, small_dims, x->shape);
-                sf_buf_printf(t, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
+                sf_buf_printf(t, "v[u] = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
                 sf_cg_offset(t, "c", ox, x->ndim, small_dims, x->shape);
                 sf_buf_printf(t,
-                              ");\nif (v >= 0 && v < %lldll) atomicAdd(&s_bins[v], 1);\n}\n"
+                              ");\n}\n}\n"
+                              "#pragma unroll\n"
+                              "for (int u = 0; u < 8; ++u) if (v[u] >= 0 && v[u] < %lldll) atomicAdd(&s_bins[v[u]], 1);\n}\n"
                               "__syncthreads();\n"
                               "for (int b = threadIdx.x; b < %lld; b += blockDim.x) sf_st_i64(a.ptr[%d], b * a.st[%d][0], (i64)s_bins[b]);\n"
                               "}\n",
@@ -1027,4 +1072,66 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     free(sn);
     *taken = true;
     return SCANFUSE_OK;
+}
+
+scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char *msg,
+                            size_t msglen) {
+    return small_group(g, nodes, n, false, taken, msg, msglen);
+}
+
+/* Can node b join node a's run of element-wise nodes (both pointwise, results of one
+ * shape)? */
+static bool pointwise_run(const scanfuse_fusion *f, int a, int b) {
+    const sf_node *na = &f->nodes[a], *nb = &f->nodes[b];
+    if (sf_op_table[na->op].kind != SF_KIND_POINTWISE || sf_op_table[nb->op].kind != SF_KIND_POINTWISE ||
+        sf_cg_is_gather(na->op) || sf_cg_is_gather(nb->op))
+        return false;
+    const sf_value *x = &f->values[na->out[0]], *y = &f->values[nb->out[0]];
+    if (x->ndim != y->ndim) return false;
+    for (int d = 0; d < x->ndim; d++)
+        if (x->shape[d] != y->shape[d]) return false;
+    return true;
+}
+
+/* Greedy, in node order: from each node, the longest run that small_group takes becomes
+ * one SMALL kernel, else the node runs its own kernels.  Runs keep node order, so every
+ * value a run reads was written by an earlier launch (each kernel waits for the one
+ * before it). */
+scanfuse_status sf_cg_small_parts(sf_cg *g, const int *nodes, int n, int *groups, char *msg, size_t msglen) {
+    sf_cuda_plan *pl = g->pl;
+    *groups = 0;
+    if (n < 3 || sf_cg_tune("small", 1) == 0 || sf_cg_tune("small_part", 1) == 0) return SCANFUSE_OK;
+    size_t src0 = g->src->len;
+    int nk0 = pl->nkernels, nerr0 = pl->nerr;
+    bool fail0 = pl->may_fail;
+    scanfuse_status st = SCANFUSE_OK;
+    for (int i = 0; i < n && st == SCANFUSE_OK;) {
+        bool taken = false;
+        int j = n;
+        while (--j > i && st == SCANFUSE_OK && !taken) st = small_group(g, nodes + i, j - i + 1, true, &taken, msg, msglen);
+        if (st != SCANFUSE_OK) break;
+        if (taken) {
+            const sf_cuda_kernel *k = &pl->k[pl->nkernels - 1];
+            for (int q = k->sub0; q < k->sub0 + k->nsub; q++) pl->k[q].small_sub = true;
+            ++*groups;
+            i = j + 1;
+            continue;
+        }
+        /* else a run of element-wise nodes of one shape (the routing's cast and
+         * sigmoid) as one kernel, or the node alone */
+        int e = i + 1;
+        while (e < n && pointwise_run(g->f, nodes[i], nodes[e])) e++;
+        st = e - i > 1 ? sf_cg_emit_run(g, nodes + i, e - i, msg, msglen) : sf_cg_emit_node(g, nodes[i], msg, msglen);
+        i = e;
+    }
+    if (st != SCANFUSE_OK || *groups == 0 || g->src->oom) {
+        /* as before: the caller runs the segment node by node (or reports st) */
+        *groups = 0;
+        pl->nkernels = nk0;
+        pl->nerr = nerr0;
+        pl->may_fail = fail0;
+        g->src->len = src0;
+        if (g->src->data) g->src->data[src0] = '\0';
+    }
+    return st;
 }

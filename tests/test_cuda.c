@@ -757,6 +757,26 @@ static void build_programs(void) {
         prog_index("input x0: int32[3, 7001]\nr = reshape(x0, [21003])\nb = bincount(r, 4096)\noutput b\n", 4096)->tune =
             "bin_smem=1";
     }
+    /* The MoE routing too large for one block (cuda_small.c, sf_cg_small_parts): the
+     * topk pre-kernel, one SMALL kernel for the scores, counts and offsets, the split
+     * counting sort's kernels; at 8192 pairs the inverse and the tokens are a second
+     * SMALL kernel, at 32768 (DeepSeek's) their own kernels */
+    for (int i = 0; i < 2; i++) {
+        int T = i ? 4096 : 1024, E = i ? 256 : 64;
+        char t[900];
+        snprintf(t, sizeof t,
+                 "input logits: bfloat16[%d, %d]\ntop, expert = topk(logits, 8, dim=1)\n"
+                 "score = sigmoid(cast(top, float32))\npairs = reshape(expert, [%d])\n"
+                 "counts = bincount(pairs, minlength=%d)\noffsets = cumsum(counts, dim=0, dtype=int32)\n"
+                 "starts = pad(offsets, [1, 0])\n"
+                 "aligned = cumsum(mul(floor_divide(add(counts, 127), 128), 128), dim=0, exclusive=true)\n"
+                 "perm = argsort(pairs, stable=true)\ninverse = argsort(perm, stable=true)\n"
+                 "token = floor_divide(perm, 8)\n"
+                 "output top, expert, score, counts, offsets, starts, aligned, perm, inverse, token\n",
+                 T, E, T * 8, E);
+        prog_raw(t, T_EXACT);
+        if (i) prog_raw(t, T_EXACT)->tune = "small_part=0"; /* node by node, as before */
+    }
     /* creation, shape ops, matmul */
     prog_raw("input x0: float32[3, 4]\n"
              "f = full([3, 4], 2.5)\na = arange(12)\nb = arange(1, 4, 0.5, dtype=float16)\n"
@@ -1070,6 +1090,18 @@ static void build_programs(void) {
         p->gen[2] = G_INDEX;
         p->irange[2] = 1; /* every divisor 0 */
         p->expect = SCANFUSE_ERROR_VALUE;
+    }
+    /* ... in a SMALL kernel that is a part of its segment (the sort of 8192 ids runs its
+     * own kernels after it, sf_cg_small_parts): an id out of range, a division by zero,
+     * and the same program with good inputs */
+    const char *part_err = "input ids: int64[8192]\ninput d: int64[8]\n"
+                           "c = bincount(ids, minlength=8)\no = cumsum(c, dim=0)\nr = remainder(o, d)\n"
+                           "k = argsort(ids, range=8, stable=true)\noutput c, o, r, k\n";
+    for (int i = 0; i < 3; i++) {
+        p = prog_index(part_err, i == 0 ? 40 : 8);
+        p->gen[1] = i == 1 ? G_INDEX : G_NONZERO;
+        p->irange[1] = i == 1 ? 1 : p->irange[1];
+        p->expect = i < 2 ? SCANFUSE_ERROR_VALUE : SCANFUSE_OK;
     }
 }
 
