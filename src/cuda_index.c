@@ -34,6 +34,57 @@ static const int dims8[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
+/* The split counting sort's placing pass with its own starts (emitted once into a source
+ * that uses it, after the skeletons): chunk c's start for bucket b, the exclusive scan of
+ * the counts in (bucket, chunk) order, is the buckets' totals before b plus b's counts in
+ * the chunks before c, so each block reads the R x nch counts of its row (L2 hits) and
+ * scans R totals, and sf_count_split_scan's one-block launch goes (DeepSeek: 8192 counts,
+ * a 9.2 µs kernel, NOTES session 12).  The slots are the same, bit for bit. */
+static const char *const split_prelude[] = {
+    "#define SF_SPLIT_PLACE_SCAN 1",
+    "template <class So, bool DESC, int R>",
+    "__device__ __forceinline__ void sf_count_split_place_scan(const sf_args& a, i64 rows, i64 len, i64 range, i64 CH) {",
+    "    constexpr int NW = 8;",
+    "    __shared__ int s_start[R];",
+    "    __shared__ int s_cnt[NW * R];",
+    "    __shared__ int s_w[32];",
+    "    const i64 nch = (len + CH - 1) / CH;",
+    "    const int* cnt = (const int*)a.scratch;",
+    "    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;",
+    "    for (i64 bc = blockIdx.x; bc < rows * nch; bc += gridDim.x) {",
+    "        const i64 r = bc / nch, c = bc - r * nch;",
+    "        int carry = 0;",
+    "        for (int b0 = 0; b0 < R; b0 += blockDim.x) {",
+    "            const int b = b0 + threadIdx.x;",
+    "            int tot = 0, before = 0;",
+    "            if (b < R) {",
+    "                const int* row = cnt + (r * R + b) * nch;",
+    "#pragma unroll 8",
+    "                for (i64 q = 0; q < nch; ++q) {",
+    "                    const int v = row[q];",
+    "                    tot += v;",
+    "                    before += q < c ? v : 0;",
+    "                }",
+    "            }",
+    "            const int inc = sf_warp_incl(tot, lane);",
+    "            if (lane == 31) s_w[w] = inc;",
+    "            __syncthreads();",
+    "            if (w == 0) s_w[lane] = sf_warp_incl(lane < nw ? s_w[lane] : 0, lane);",
+    "            __syncthreads();",
+    "            if (b < R) {",
+    "                s_start[b] = carry + (w > 0 ? s_w[w - 1] : 0) + inc - tot + before;",
+    "#pragma unroll",
+    "                for (int q = 0; q < NW; ++q) s_cnt[q * R + b] = 0;",
+    "            }",
+    "            carry += s_w[nw - 1];",
+    "            __syncthreads();",
+    "        }",
+    "        sf_count_place<So, DESC, R, NW>(a, r, c * CH, (c + 1) * CH < len ? (c + 1) * CH : len, range, s_start, s_cnt);",
+    "        __syncthreads();",
+    "    }",
+    "}",
+    NULL};
+
 static unsigned elem_grid(const sf_cg *g, int64_t n) {
     int64_t blocks = ceil_div(n, 256), cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
     return sf_cg_grid(blocks < cap ? blocks : cap);
@@ -458,10 +509,20 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
         while (rows * ceil_div(len, CH) > 65536) CH *= 2;
         const int64_t nch = ceil_div(len, CH);
         if (rows < sms && nch >= 4 && sf_cg_tune("count_split", 1)) {
-            static const char *const pass[3] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
+            static const char *const pass[4] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
                                                 "sf_count_split_scan<%d>(a, %lldll, %lldll, %lldll);\n",
-                                                "sf_count_split_place<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n"};
+                                                "sf_count_split_place<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
+                                                "sf_count_split_place_scan<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n"};
+            /* two kernels when a row's counts are few (each placing block reads them all:
+             * at most 64 chunks and 16384 counts; tuning count_split2=0: three) */
+            bool two = nch <= 64 && R * nch <= 16384 && sf_cg_tune("count_split2", 1) != 0;
+            if (two && !strstr(b->data ? b->data : "", "#define SF_SPLIT_PLACE_SCAN"))
+                for (int i = 0; split_prelude[i]; i++) {
+                    sf_buf_puts(b, split_prelude[i]);
+                    sf_buf_puts(b, "\n");
+                }
             for (int q = 0; q < 3; q++) {
+                if (two && q == 1) continue;
                 sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SORT, ni);
                 k->nops = nops;
                 memcpy(k->ops, ops, sizeof ops);
@@ -473,8 +534,8 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
                               k->block, (int)(k - g->pl->k));
                 if (q == 1) sf_buf_printf(b, pass[1], R, (long long)rows, (long long)len, (long long)CH);
                 else
-                    sf_buf_printf(b, pass[q], so, df, R, (long long)rows, (long long)len, (long long)krange,
-                                  (long long)CH);
+                    sf_buf_printf(b, pass[two && q == 2 ? 3 : q], so, df, R, (long long)rows, (long long)len,
+                                  (long long)krange, (long long)CH);
                 sf_buf_puts(b, "}\n\n");
             }
             return SCANFUSE_OK;

@@ -749,6 +749,12 @@ static void build_programs(void) {
          * 1024 over 9 chunks, the last one partial */
         prog_index("input x0: int32[2, 9000]\na = argsort(x0, dim=1, range=700)\n"
                    "d = argsort(x0, dim=1, range=700, descending=true)\noutput a, d\n", 700);
+        /* (both above: two kernels, each placing block scanning its row's counts itself,
+         * 4 rounds of 256 buckets for 700; the three-kernel form under count_split2=0) */
+        prog_index("input x0: int32[2, 9000]\na = argsort(x0, dim=1, range=700)\n"
+                   "d = argsort(x0, dim=1, range=700, descending=true)\noutput a, d\n", 700)->tune = "count_split2=0";
+        prog_index("input x0: int64[3, 5000]\na = argsort(x0, dim=1, range=100)\noutput a\n", 100)->tune =
+            "count_split2=0";
         prog_index("input x0: int64[1000]\nb = bincount(x0, 17)\noutput b\n", 17);
         prog_index("input x0: uint8[300000]\nb = bincount(x0, 256)\noutput b\n", 256);
         /* counts in shared memory first (bin_smem=1, an experiment): 1-d and 2-d ids,
