@@ -203,7 +203,9 @@ static const char *const combine_prelude[] = {
     "                // slots gathered back from one row (a routing with no expert between, as",
     "                // in the DeepSeek example) load it once, not K times (its L1 traffic;",
     "                // the kernel's time is its stores' and spills', NOTES session 7)",
-    "                const bool same = j > 0 && row == prow;",
+    "                // (Cb::ONE: known at compile time, so the K slots share one vector's",
+    "                // registers: 28 fewer at K = 8, where the kernel spilled, NOTES session 12)",
+    "                const bool same = j > 0 && (Cb::ONE || row == prow);",
     "                prow = row;",
     "#pragma unroll",
     "                for (int u = 0; u < U; ++u)",
@@ -482,6 +484,8 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
                          "{ (void)a; return m; }\n");
     /* DIRECT: slot j of row t reads source row rowd(t, j) (direct_rows) */
     sf_buf_printf(src, "static const bool DIRECT = %s;\n", c->jdiv > 0 ? "true" : "false");
+    /* ONE: d = K, every slot of row t reads row t itself (the MoE routing) */
+    sf_buf_printf(src, "static const bool ONE = %s;\n", c->jdiv > 0 && c->jdiv == c->K ? "true" : "false");
     sf_buf_printf(src, "static __device__ __forceinline__ i64 rowd(i64 t, i64 j) { return (t * %lldll + j) / %lldll; }\n",
                   (long long)c->K, (long long)(c->jdiv > 0 ? c->jdiv : 1));
     sf_buf_printf(src,
