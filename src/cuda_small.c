@@ -1107,8 +1107,11 @@ scanfuse_status sf_cg_small_parts(sf_cg *g, const int *nodes, int n, int *groups
     scanfuse_status st = SCANFUSE_OK;
     for (int i = 0; i < n && st == SCANFUSE_OK;) {
         bool taken = false;
-        int j = n;
-        while (--j > i && st == SCANFUSE_OK && !taken) st = small_group(g, nodes + i, j - i + 1, true, &taken, msg, msglen);
+        int j = n - 1;
+        for (; j > i; j--) {
+            st = small_group(g, nodes + i, j - i + 1, true, &taken, msg, msglen);
+            if (st != SCANFUSE_OK || taken) break;
+        }
         if (st != SCANFUSE_OK) break;
         if (taken) {
             const sf_cuda_kernel *k = &pl->k[pl->nkernels - 1];

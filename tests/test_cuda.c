@@ -40,6 +40,7 @@
  * SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
  * (warms the kernel cache, e.g. SCANFUSE_CACHE_DIR, for a later GPU run).
  */
+#include "cuda_codegen.h"
 #include "harness.h"
 #include "sf.h"
 #include "sweep_util.h"
@@ -1508,6 +1509,47 @@ static int compile_all(const prog *list, int n, bool both, double *secs) {
     return failures;
 }
 
+/* The launches of the MoE examples' plans (no GPU, no NVRTC: the plan alone, for sm_90
+ * and 132 multiprocessors).  Llama: the topk pre-kernel, the small kernel, the combine.
+ * DeepSeek (cuda_small.c's parts): topk, cast and sigmoid as one grid kernel, one SMALL
+ * kernel for the counts and offsets, the split sort's two kernels, the inverse, the
+ * tokens, the combine.  A part re-emitting a node it took, or a part not taken, shows
+ * here as a count that grew. */
+static int plan_launches(const char *path) {
+    scanfuse_fusion *fu = scanfuse_parse_file(path);
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_REFERENCE;
+    scanfuse_program *pr = fu ? scanfuse_compile(fu, &o) : NULL;
+    sf_cuda_plan *pl = NULL;
+    char msg[SF_ERR_LEN];
+    int n = -1;
+    if (pr && sf_cuda_plan_build((const sf_program *)pr, 90, 132, &pl, msg, sizeof msg) == SCANFUSE_OK) {
+        const sf_program *p = (const sf_program *)pr;
+        n = 0;
+        for (int sg = 0; sg < p->nsegments; sg++) {
+            if (!pl->seg_fused[sg]) {
+                for (int j = 0; j < p->segments[sg].nnodes; j++) n += pl->node_nk[p->segments[sg].nodes[j]];
+                continue;
+            }
+            for (int q = pl->seg_k0[sg]; q < pl->seg_k0[sg] + pl->seg_nk[sg]; q++)
+                if (!pl->k[q].small_sub) n += 1 + (pl->k[q].kind == SF_CUK_SMALL && pl->k[q].pre1 > 0);
+        }
+        sf_cuda_plan_free(pl);
+    }
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(fu);
+    return n;
+}
+
+static void plan_checks(void) {
+    int l = plan_launches(SF_SOURCE_DIR "/examples/moe_routing.sf");
+    int d = plan_launches(SF_SOURCE_DIR "/examples/moe_routing_deepseek.sf");
+    CHECKF(l == 3, "the Llama MoE example's plan launches %d kernels, expected 3", l);
+    CHECKF(d == 8, "the DeepSeek MoE example's plan launches %d kernels, expected 8", d);
+    printf("plans: MoE Llama %d launches, DeepSeek %d\n", l, d);
+}
+
 static void part_a(void) {
     char msg[SF_ERR_LEN];
     if (sf_cuda_nvrtc_probe(msg, sizeof msg) != SCANFUSE_OK) {
@@ -2037,6 +2079,7 @@ int main(void) {
      * before part A's threads parse programs concurrently */
     scanfuse_fusion_free(scanfuse_parse("input x: float32[2]\ny = cumsum(x, dim=0)\noutput y\n", NULL));
     build_coverage();
+    plan_checks();
     part_a();
     build_programs();
     const char *g = getenv("SF_CUDA_TEST_GEN_ONLY");
