@@ -55,6 +55,15 @@
  * at DeepSeek sizes (T=4096, E=256, k=8: ~3 MB) the per-row topk alone would keep one
  * block busy for longer than the node-by-node kernels take on the whole GPU.
  *
+ * Parts: a SMALL segment too large for one block (the routing at DeepSeek sizes: 32768
+ * pairs, ~1.4 MB) runs in parts (sf_cg_small_parts): greedily in node order, the longest
+ * run of nodes from each node that one block takes becomes a SMALL kernel of its own,
+ * and the other nodes run their kernels (element-wise runs of one shape fused into one).
+ * A part must save more launches than its block costs (bytes at ~100 B/ns, ~2.5 µs a
+ * launch), and holds no counting sort of more than 4096 keys and no element-wise phase
+ * of more than 4 elements a thread: those are grid work.  Parts keep node order, and each
+ * kernel waits for the one before it, so a part reads what earlier kernels wrote.
+ *
  * Errors: a check phase (the node's check kernel, copied) raises that check kernel's error
  * slot exactly as its launch would; after every level with a fallible phase the block
  * reads the slots and, when one is set, stops (uniformly: every thread reads it after the
