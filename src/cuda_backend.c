@@ -717,6 +717,13 @@ static scanfuse_status cuda_run_program(sf_program *p, const sf_view *inputs,
             for (int q = 0; q < n->nout; q++)
                 if (pl->vkind[n->out[q]] == SF_CUV_BUFFER) val_buffer(&r, n->out[q]);
             if (fused) continue;
+            /* a node's kernels may write later nodes' values too (a run of element-wise
+             * nodes, sf_cg_emit_run, launched at its first node): bind those first */
+            for (int q = 0; q < pl->node_nk[ni]; q++) {
+                const sf_cuda_kernel *k = &pl->k[pl->node_k0[ni] + q];
+                for (int op = 0; op < k->nops; op++)
+                    if (k->ops[op].out && pl->vkind[k->ops[op].value] == SF_CUV_BUFFER) val_buffer(&r, k->ops[op].value);
+            }
             for (int q = 0; q < pl->node_nk[ni]; q++)
                 if ((st = launch(&r, pl->node_k0[ni] + q, NULL, false)) != SCANFUSE_OK) goto done;
         }

@@ -34,14 +34,31 @@ static const int dims8[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
-/* The split counting sort's placing pass with its own starts (emitted once into a source
- * that uses it, after the skeletons): chunk c's start for bucket b, the exclusive scan of
- * the counts in (bucket, chunk) order, is the buckets' totals before b plus b's counts in
- * the chunks before c, so each block reads the R x nch counts of its row (L2 hits) and
- * scans R totals, and sf_count_split_scan's one-block launch goes (DeepSeek: 8192 counts,
- * a 9.2 µs kernel, NOTES session 12).  The slots are the same, bit for bit. */
+/* The split counting sort in two kernels (emitted once into a source that uses it, after
+ * the skeletons).  The histograms, chunk-major: cnt[(r * nch + c) * R + b].  The placing
+ * pass computes its own starts: chunk c's start for bucket b, the exclusive scan of the
+ * counts in (bucket, chunk) order, is the buckets' totals before b plus b's counts in the
+ * chunks before c, so each block reads the R x nch counts of its row (L2 hits; a warp's
+ * loads 32 buckets of one chunk, 128 contiguous bytes) and scans R totals, and
+ * sf_count_split_scan's one-block launch goes (DeepSeek: 8192 counts, a 9.2 µs kernel,
+ * NOTES session 12).  The slots are the same, bit for bit. */
 static const char *const split_prelude[] = {
     "#define SF_SPLIT_PLACE_SCAN 1",
+    "template <class So, bool DESC, int R>",
+    "__device__ __forceinline__ void sf_count_split_hist_cm(const sf_args& a, i64 rows, i64 len, i64 range, i64 CH) {",
+    "    __shared__ int s_h[R];",
+    "    const i64 nch = (len + CH - 1) / CH;",
+    "    int* cnt = (int*)a.scratch;",
+    "    for (i64 bc = blockIdx.x; bc < rows * nch; bc += gridDim.x) {",
+    "        const i64 r = bc / nch, c = bc - r * nch;",
+    "        for (int b = threadIdx.x; b < R; b += blockDim.x) s_h[b] = 0;",
+    "        __syncthreads();",
+    "        sf_count_hist<So, DESC>(a, r, c * CH, (c + 1) * CH < len ? (c + 1) * CH : len, range, s_h);",
+    "        __syncthreads();",
+    "        for (int b = threadIdx.x; b < R; b += blockDim.x) cnt[bc * R + b] = s_h[b];",
+    "        __syncthreads();",
+    "    }",
+    "}",
     "template <class So, bool DESC, int R>",
     "__device__ __forceinline__ void sf_count_split_place_scan(const sf_args& a, i64 rows, i64 len, i64 range, i64 CH) {",
     "    constexpr int NW = 8;",
@@ -58,10 +75,10 @@ static const char *const split_prelude[] = {
     "            const int b = b0 + threadIdx.x;",
     "            int tot = 0, before = 0;",
     "            if (b < R) {",
-    "                const int* row = cnt + (r * R + b) * nch;",
+    "                const int* col = cnt + r * nch * R + b;",
     "#pragma unroll 8",
     "                for (i64 q = 0; q < nch; ++q) {",
-    "                    const int v = row[q];",
+    "                    const int v = col[q * R];",
     "                    tot += v;",
     "                    before += q < c ? v : 0;",
     "                }",
@@ -509,10 +526,11 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
         while (rows * ceil_div(len, CH) > 65536) CH *= 2;
         const int64_t nch = ceil_div(len, CH);
         if (rows < sms && nch >= 4 && sf_cg_tune("count_split", 1)) {
-            static const char *const pass[4] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
+            static const char *const pass[5] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
                                                 "sf_count_split_scan<%d>(a, %lldll, %lldll, %lldll);\n",
                                                 "sf_count_split_place<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
-                                                "sf_count_split_place_scan<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n"};
+                                                "sf_count_split_place_scan<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
+                                                "sf_count_split_hist_cm<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n"};
             /* two kernels when a row's counts are few (each placing block reads them all:
              * at most 64 chunks and 16384 counts; tuning count_split2=0: three) */
             bool two = nch <= 64 && R * nch <= 16384 && sf_cg_tune("count_split2", 1) != 0;
@@ -534,7 +552,7 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
                               k->block, (int)(k - g->pl->k));
                 if (q == 1) sf_buf_printf(b, pass[1], R, (long long)rows, (long long)len, (long long)CH);
                 else
-                    sf_buf_printf(b, pass[two && q == 2 ? 3 : q], so, df, R, (long long)rows, (long long)len,
+                    sf_buf_printf(b, pass[two ? (q == 2 ? 3 : 4) : q], so, df, R, (long long)rows, (long long)len,
                                   (long long)krange, (long long)CH);
                 sf_buf_puts(b, "}\n\n");
             }
