@@ -1470,8 +1470,9 @@ static bool gather_fusable(const scanfuse_fusion *f, int s, const int *seg_of, c
  * bench`, H200, NOTES session 7).  The next kernel launches only once every block of
  * this one has started, so a look-back kernel's blocks are never kept from starting.
  * Without the launch attribute (an older driver) the instructions return at once.
- * Returns a new source, each kernel's body with the two instructions first (NULL: out of
- * memory). */
+ * Returns a new source, each kernel's body with the two instructions first, except a
+ * kernel whose body starts with SF_OWN_PDL: it waits where it must itself (the MoE
+ * combine loads input rows first, cuda_combine.c) (NULL: out of memory). */
 static char *with_pdl(const char *src) {
     static const char entry[] = "extern \"C\" __global__";
     static const char wait[] = "\nasm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
@@ -1481,7 +1482,8 @@ static char *with_pdl(const char *src) {
     for (const char *k; (k = strstr(p, entry)); ) {
         const char *open = strchr(k, '{');
         if (!open) break;
-        sf_buf_printf(&b, "%.*s%s", (int)(open + 1 - p), p, wait);
+        bool own = strncmp(open + 1, "\n" SF_OWN_PDL, strlen(SF_OWN_PDL) + 1) == 0;
+        sf_buf_printf(&b, "%.*s%s", (int)(open + 1 - p), p, own ? "" : wait);
         p = open + 1;
     }
     sf_buf_puts(&b, p);

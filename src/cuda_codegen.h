@@ -34,6 +34,10 @@
 
 #define SF_CUDA_MAXOPS 12
 
+/* A kernel whose body starts with this line waits for its predecessors itself (the PDL
+ * wait that cuda_codegen.c otherwise puts first in every kernel). */
+#define SF_OWN_PDL "// sf_own_pdl"
+
 /* Mirrors `struct sf_args` of the generated prelude (cuda_prelude.c). */
 typedef struct sf_cuda_args {
     uint64_t ptr[SF_CUDA_MAXOPS];

@@ -39,7 +39,8 @@
  *
  * Tuning (SCANFUSE_CUDA_TUNE; benchmarks): row_combine=0 (the generic reduction),
  * comb_f32=0 (the generic epilogue), comb_minb=B (blocks an SM), comb_direct=0 (rows
- * through the loaded index chain), and the experiments comb_grid=B (at most B blocks,
+ * through the loaded index chain), comb_pre=0 (no loads before the PDL wait), and the
+ * experiments comb_grid=B (at most B blocks,
  * warps taking several items) and comb_vec=8 (8-byte vectors), both measured slower.
  */
 #include "cuda_codegen.h"
@@ -168,7 +169,12 @@ static const char *const combine_prelude[] = {
     "// a slot).",
     "template <int B> struct sf_cvec { typedef uint4 type; };",
     "template <> struct sf_cvec<8> { typedef uint2 type; };",
-    "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY, int OB>",
+    "// PRE (the source rows known without loads, Cb::ONE, from a program input; a warp an",
+    "// item, the default grid): the kernel waits for its predecessors itself (the",
+    "// launcher's PDL) after loading its item's source vectors, which no kernel of the run",
+    "// writes (the input was complete before the run's first kernel began), so those loads",
+    "// overlap the routing's last kernel; and its loop runs once (no next item's registers).",
+    "template <class Op, class Io, class Cb, int E, int K, int U, bool LAZY, int OB, bool PRE = false>",
     "__device__ __forceinline__ void sf_row_combine(const sf_args& a, i64 T, i64 H, i64 nsrc, i64 nmid, int oS, int oP,",
     "                                               int oY) {",
     "    typedef typename Op::T Acc;",
@@ -182,6 +188,18 @@ static const char *const combine_prelude[] = {
     "    const bool vst = OB > 0 && ((a.flags >> oY) & 1) && a.ptr[oY] % 16 == 0;",
     "    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;",
     "    i64 wv = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;",
+    "    VT pv[U]; // (PRE: each warp takes at most one item, so these are its vectors)",
+    "    if constexpr (PRE) {",
+    "        if (fast && wv < T * Sg) {",
+    "            const i64 t0 = wv / Sg, vb0 = (wv - t0 * Sg) * 32 * U + lane;",
+    "            const i64 row0 = sf_clamp_idx(Cb::rowd(t0, 0), nsrc);",
+    "#pragma unroll",
+    "            for (int u = 0; u < U; ++u)",
+    "                if (vb0 + u * 32 < Vr) pv[u] = ((const VT*)a.ptr[oS])[row0 * Vr + vb0 + u * 32];",
+    "        }",
+    "        asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");",
+    "        asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");",
+    "    }",
     "    i64 cm = 0, cr = 0;",
     "    double cw = 0.0;",
     "    float cwf = 0.0f;",
@@ -211,6 +229,7 @@ static const char *const combine_prelude[] = {
     "                for (int u = 0; u < U; ++u)",
     "                    if (vb + u * 32 < Vr) {",
     "                        if (same) v[j][u] = v[j > 0 ? j - 1 : 0][u];",
+    "                        else if (PRE) v[j][u] = pv[u];",
     "                        else v[j][u] = ((const VT*)a.ptr[oS])[row * Vr + vb + u * 32];",
     "                    }",
     "            }",
@@ -282,6 +301,7 @@ static const char *const combine_prelude[] = {
     "        cr = nr;",
     "        cw = nw;",
     "        cwf = nwf;",
+    "        if constexpr (PRE) break;",
     "    }",
     "}",
     NULL};
@@ -580,10 +600,17 @@ scanfuse_status sf_cg_combine_emit(sf_cg *g, sf_cuda_kernel *k, const char *io, 
     k->grid = sf_cg_grid(blocks);
     char lb[32] = "256";
     if (minb > 0 && minb <= 8) snprintf(lb, sizeof lb, "256, %d", minb);
+    /* PRE: the source rows known without loads from a program input (which no kernel of
+     * the run writes: outputs that overlap an input are staged): the first vectors load
+     * before the kernel waits for the routing (SF_OWN_PDL: the launcher's PDL wait is
+     * the kernel's own; tuning comb_pre=0: at its start, as every kernel's) */
+    bool pre = c->jdiv > 0 && c->jdiv == c->K && g->pl->vkind[c->src] == SF_CUV_INPUT && cap == 0 &&
+               sf_cg_tune("comb_pre", 1) != 0;
     sf_buf_printf(src,
-                  "extern \"C\" __global__ void __launch_bounds__(%s) k%d(const sf_args a) {\n"
-                  "sf_row_combine<%s::Op, %s, Cbx_k%d, %d, %d, %d, %s, %d>(a, %lldll, %lldll, %lldll, %lldll, %d, %d, %d);\n}\n\n",
-                  lb, ki, io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false", ob, (long long)c->T,
-                  (long long)c->H, (long long)c->nsrc, (long long)c->nmid, oS, oP, oY);
+                  "extern \"C\" __global__ void __launch_bounds__(%s) k%d(const sf_args a) {\n%s"
+                  "sf_row_combine<%s::Op, %s, Cbx_k%d, %d, %d, %d, %s, %d%s>(a, %lldll, %lldll, %lldll, %lldll, %d, %d, %d);\n}\n\n",
+                  lb, ki, pre ? SF_OWN_PDL "\n" : "", io, io, ki, c->E, (int)c->K, c->U, c->p >= 0 ? "true" : "false",
+                  ob, pre ? ", true" : "", (long long)c->T, (long long)c->H, (long long)c->nsrc, (long long)c->nmid,
+                  oS, oP, oY);
     return SCANFUSE_OK;
 }

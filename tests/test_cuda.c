@@ -995,6 +995,9 @@ static void build_programs(void) {
         prog_moe("float32", 64, 6, 2, "bfloat16", 32, 256, 4, "", "bfloat16", NULL);
         prog_moe("float32", 64, 6, 2, "bfloat16", 32, 256, 4, "", "bfloat16", "comb_direct=0");
         prog_moe("float32", 64, 6, 2, "bfloat16", 32, 256, 4, ", descending=true", "bfloat16", NULL);
+        /* the input rows loaded before the PDL wait (PRE, the default with d = k, as in
+         * every program here with d = k), and not (comb_pre=0) */
+        prog_moe("float32", 96, 16, 8, "bfloat16", 96, 1024, 8, ", stable=true", "bfloat16", "comb_pre=0");
         /* 8-byte vectors a lane (comb_vec=8, an experiment): k = 8 with lazy rows, k = 2
          * over float32 rows (two elements a vector), k = 1 into float16 */
         prog_moe("float32", 64, 16, 8, "bfloat16", 64, 520, 8, ", stable=true", "bfloat16", "comb_vec=8")->gen[1] =
