@@ -769,9 +769,10 @@ static scanfuse_status small_group(sf_cg *g, const int *nodes, int n, bool part,
             sn[j].kind = PH_BINCOUNT;
     }
     /* An inverse permutation (PH_PERM) of a one-pass counting sort's result in the list:
-     * the sort writes it too (sf_count_sort_1p's INV), and its own phase goes (tuning
-     * small_inv=1; an experiment, not yet run on a GPU: off by default). */
-    for (int j2 = 0; j2 < n && ok && sf_cg_tune("small_inv", 0) == 1; j2++) {
+     * the sort writes it too (sf_count_sort_1p's INV), and its own phase goes: the Llama
+     * routing's sort chain is its small kernel's longest (8.2 µs, NOTES session 12; no
+     * gain in session 7, when it was not).  Tuning small_inv=0: its own phase. */
+    for (int j2 = 0; j2 < n && ok && sf_cg_tune("small_inv", 1) == 1; j2++) {
         const sf_node *n2 = &f->nodes[nodes[j2]];
         if (sn[j2].kind != PH_PERM) continue;
         bool all_sort = true;

@@ -1038,13 +1038,13 @@ static void build_programs(void) {
         rp->tol[1] = T_ULP1; /* sigmoid */
         rp->gen[0] = i == 2 ? G_DEFAULT : G_TIES;
     }
-    /* ... with the inverse permutation written by the counting sort (small_inv=1, both
-     * orders) */
+    /* ... with the inverse permutation as a phase of its own (small_inv=0; by default the
+     * counting sort writes it), both orders */
     for (int i = 1; i < 3; i++) {
         prog *rp = prog_raw(route[i], T_EXACT);
         rp->tol[1] = T_ULP1;
         rp->gen[0] = i == 2 ? G_DEFAULT : G_TIES;
-        rp->tune = "small_inv=1";
+        rp->tune = "small_inv=0";
     }
     /* the one-pass counting sort of the small block (sf_count_sort_1p): several rows of
      * 3 keys a thread into 256 buckets, and 4 keys a thread descending */
@@ -1260,7 +1260,7 @@ static void build_coverage(void) {
     }
     {
         prog *p = newprog(); /* a small kernel's counting sort writing the inverse
-                                permutation too (small_inv=1), descending */
+                                permutation too (small_inv=1, the default), descending */
         P(p, "input x: int64[2, 1000]\nk = argsort(x, dim=1, range=50, stable=true)\n"
              "y = argsort(k, dim=1, descending=true, stable=true)\n");
         out(p, "k", T_EXACT);
