@@ -1095,10 +1095,14 @@ scanfuse_status sf_cg_small(sf_cg *g, const int *nodes, int n, bool *taken, char
     return small_group(g, nodes, n, false, taken, msg, msglen);
 }
 
-/* Can node b join node a's run of element-wise nodes (both pointwise, results of one
- * shape)? */
-static bool pointwise_run(const scanfuse_fusion *f, int a, int b) {
-    const sf_node *na = &f->nodes[a], *nb = &f->nodes[b];
+/* Can nodes[e] join the run of element-wise nodes nodes[i..e) (all pointwise, results of
+ * one shape)?  The run's kernel launches where its first node would (cuda_backend.c,
+ * also when the segment falls back to node by node), so a later node may read only what
+ * is ready there: the run's own results, program inputs, constants without memory, and
+ * what the first node reads (not a view the segment materializes between the nodes). */
+static bool pointwise_run(const sf_cg *g, const int *nodes, int i, int e) {
+    const scanfuse_fusion *f = g->f;
+    const sf_node *na = &f->nodes[nodes[i]], *nb = &f->nodes[nodes[e]];
     if (sf_op_table[na->op].kind != SF_KIND_POINTWISE || sf_op_table[nb->op].kind != SF_KIND_POINTWISE ||
         sf_cg_is_gather(na->op) || sf_cg_is_gather(nb->op))
         return false;
@@ -1106,6 +1110,14 @@ static bool pointwise_run(const scanfuse_fusion *f, int a, int b) {
     if (x->ndim != y->ndim) return false;
     for (int d = 0; d < x->ndim; d++)
         if (x->shape[d] != y->shape[d]) return false;
+    for (int q = 0; q < nb->nin; q++) {
+        int32_t v = nb->in[q];
+        int p = f->values[v].producer, kind = g->pl->vkind[v];
+        bool ready = p < 0 || kind == SF_CUV_LITERAL || kind == SF_CUV_INLINE;
+        for (int j = i; j < e && !ready; j++) ready = nodes[j] == p;
+        for (int r = 0; r < na->nin && !ready; r++) ready = na->in[r] == v;
+        if (!ready) return false;
+    }
     return true;
 }
 
@@ -1139,7 +1151,7 @@ scanfuse_status sf_cg_small_parts(sf_cg *g, const int *nodes, int n, int *groups
         /* else a run of element-wise nodes of one shape (the routing's cast and
          * sigmoid) as one kernel, or the node alone */
         int e = i + 1;
-        while (e < n && pointwise_run(g->f, nodes[i], nodes[e])) e++;
+        while (e < n && pointwise_run(g, nodes, i, e)) e++;
         st = e - i > 1 ? sf_cg_emit_run(g, nodes + i, e - i, msg, msglen) : sf_cg_emit_node(g, nodes[i], msg, msglen);
         i = e;
     }
