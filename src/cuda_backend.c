@@ -698,9 +698,10 @@ static scanfuse_status cuda_run_program(sf_program *p, const sf_view *inputs,
     for (int sg = 0; sg < p->nsegments; sg++) {
         const sf_segment *seg = &p->segments[sg];
         bool fused = pl->seg_fused[sg];
-        /* a small segment's one kernel (cuda_small.c) reads the segment's reshapes of its
-         * own values as views: when one is not (a non-contiguous output of the caller),
-         * the segment runs node by node, on the kernels it was built from */
+        /* a small segment's SMALL kernels (cuda_small.c; one, or one a part) read the
+         * segment's reshapes of its own values as views: when one is not (a
+         * non-contiguous output of the caller), the segment runs node by node, on the
+         * kernels they were built from */
         bool small = false;
         for (int q = 0; q < pl->seg_nk[sg] && fused; q++) small |= pl->k[pl->seg_k0[sg] + q].kind == SF_CUK_SMALL;
         if (small && !small_views_ok(&r, seg)) fused = false;

@@ -288,7 +288,7 @@ scanfuse_status sf_cg_emit_run(sf_cg *g, const int *nodes, int n, char *msg, siz
  * kernel of one block.  sf_cg_small emits it when it can (*taken; its sub-kernels, the
  * segment's node-by-node kernels, stay in the plan with node_k0/node_nk set, so a run can
  * still go node by node; when not taken the plan and the source are as they were, and
- * the caller runs the segment node by node).  sf_cuda_small_words is the number of 8-byte
+ * the caller tries sf_cg_small_parts, then node by node).  sf_cuda_small_words is the number of 8-byte
  * words a SMALL kernel's parameter holds for sub-kernel k (the launcher packs them in the
  * same order: ptr and strides of each operand (sf_cuda_small_nd of them), flags,
  * aux[0..2], err, scratch). */

@@ -1121,6 +1121,33 @@ static bool pointwise_run(const sf_cg *g, const int *nodes, int i, int e) {
     return true;
 }
 
+/* The last node a part starting at nodes[i] could reach, from what is known before any
+ * code is generated (so the search below emits only candidates that can pass, not every
+ * run of a long segment): a part holds no element-wise node of more than 4 elements a
+ * thread, no more bytes than small_kb (its results' bytes alone), and at most 64 nodes
+ * (each has a sub-kernel of at least 8 parameter words, SF_SMALL_MAXWORDS in all).
+ * Each is a bound small_group applies too, so the parts found are the same. */
+static int part_end(const sf_cg *g, const int *nodes, int i, int n) {
+    const scanfuse_fusion *f = g->f;
+    int64_t bytes = 0, lim = (int64_t)sf_cg_tune("small_kb", SF_SMALL_KB) * 1024;
+    int j = i;
+    for (; j < n && j - i < SF_SMALL_MAXWORDS / 8; j++) {
+        const sf_node *nd = &f->nodes[nodes[j]];
+        const sf_value *y = &f->values[nd->out[0]];
+        if (sf_op_table[nd->op].kind == SF_KIND_POINTWISE && !sf_cg_is_gather(nd->op) &&
+            sf_value_numel(y) > 4 * SF_SMALL_THREADS)
+            break;
+        for (int q = 0; q < nd->nout; q++) {
+            int32_t v = nd->out[q];
+            int kind = g->pl->vkind[v];
+            if (kind != SF_CUV_LITERAL && kind != SF_CUV_INLINE)
+                bytes += sf_value_numel(&f->values[v]) * (int64_t)scanfuse_dtype_size(f->values[v].dtype);
+        }
+        if (bytes > lim) break;
+    }
+    return j - 1;
+}
+
 /* Greedy, in node order: from each node, the longest run that small_group takes becomes
  * one SMALL kernel, else the node runs its own kernels.  Runs keep node order, so every
  * value a run reads was written by an earlier launch (each kernel waits for the one
@@ -1135,7 +1162,7 @@ scanfuse_status sf_cg_small_parts(sf_cg *g, const int *nodes, int n, int *groups
     scanfuse_status st = SCANFUSE_OK;
     for (int i = 0; i < n && st == SCANFUSE_OK;) {
         bool taken = false;
-        int j = n - 1;
+        int j = part_end(g, nodes, i, n);
         for (; j > i; j--) {
             st = small_group(g, nodes + i, j - i + 1, true, &taken, msg, msglen);
             if (st != SCANFUSE_OK || taken) break;
