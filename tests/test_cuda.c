@@ -561,6 +561,15 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_pipe=1,row_threads=256", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_pipe=1,row_threads=256,row_items=4,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_pipe=1,row_threads=256", G_DEFAULT);
+    /* the previous group's aggregate folded by each tile (lb_ga=1) and the persistent
+     * grid (row_persist=1, with more tiles than the SMs hold blocks: 822 and 855 here),
+     * prefix chains across super-groups of small groups */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_ga=1,row_g=2,row_g2=3", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_ga=1,row_persist=1,row_g=3,row_g2=2,row_items=1", G_FULL);
+    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "lb_ga=1,row_g=2,row_g2=4", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=1,row_persist=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "row_persist=2", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_persist=2,row_items=1", G_FULL);
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* look-back rows are staged in shared memory (cp.async) by default; the register
      * tiles of 512 threads without staging (row_stage=0) */
@@ -1884,6 +1893,75 @@ static void run_prog(const prog *p, int pi, int layout, scanfuse_program *rp,
     for (int o = 0; o < nref; o++) free(rs.ref[o]);
 }
 
+/* The look-back's variants fold the same tile aggregates in the same order, so they
+ * give the same bits as the default: lb_ga=1 (each tile folds the previous group's
+ * aggregates itself) and row_persist=1 and 2 (a persistent grid; 2 takes each next
+ * tile ahead), against the default and,
+ * with groups of 4 tiles, against that grouping without them.  The input makes the
+ * order visible: ones beside rare +-2^53 in float32 rows accumulated in double, where
+ * (2^53 + 1) + 1 and 2^53 + (1 + 1) differ and a later -2^53 brings the difference
+ * down to where the float32 outputs show it. */
+static void lookback_variants(void) {
+    const int64_t n = (int64_t)1 << 24;
+    static const char *const tunes[][2] = {
+        {NULL, "lb_ga=1"}, {NULL, "row_persist=1"}, {NULL, "lb_ga=1,row_persist=1"}, {NULL, "lb_ga=1,row_persist=2"},
+        {"row_g=4,row_g2=8", "row_g=4,row_g2=8,lb_ga=1,row_persist=1"},
+        {"row_g=2,row_g2=128", "row_g=2,row_g2=128,lb_ga=1"},
+    };
+    const char *text = "input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n";
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    void *dx = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    if (!x || !y || sf_cuda_alloc(0, (size_t)n * 4, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "look-back variants: no memory");
+        goto done;
+    }
+    sf_test_rng r;
+    sf_test_rng_seed(&r, 78);
+    for (int64_t i = 0; i < n; i++) {
+        double u = sf_test_rng_uniform(&r);
+        x[i] = u < 0.0005 ? 9007199254740992.0f : u < 0.001 ? -9007199254740992.0f : u < 0.6 ? 1.0f : -1.0f;
+    }
+    sf_cuda_copy_to_device(0, dx, x, (size_t)n * 4, msg, sizeof msg);
+    int64_t shape[1] = {n};
+    scanfuse_dl_tensor tx = {dx, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+    scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+    int same = 0, pairs = (int)(sizeof tunes / sizeof tunes[0]);
+    for (int t = 0; t < pairs; t++) {
+        uint64_t h[2] = {0, 0};
+        for (int side = 0; side < 2; side++) {
+            scanfuse_fusion *f = NULL;
+            scanfuse_program *pr = compile_prog(text, SCANFUSE_DEVICE_CUDA, 1, tunes[t][side], &f);
+            bool ok = pr && scanfuse_program_status(pr) == SCANFUSE_OK;
+            CHECKF(ok, "look-back variants: compile under %s: %s", tunes[t][side] ? tunes[t][side] : "defaults",
+                   pr ? scanfuse_program_error(pr) : "no program");
+            if (ok) {
+                /* twice: the second launch finds the ticket word reset by the first */
+                for (int rep = 0; rep < 2; rep++) CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
+                sf_cuda_copy_to_host(0, y, dy, (size_t)n * 4, msg, sizeof msg);
+                h[side] = 1469598103934665603ull;
+                for (int64_t i = 0; i < n; i++) {
+                    uint32_t b;
+                    memcpy(&b, &y[i], 4);
+                    h[side] = (h[side] ^ b) * 1099511628211ull;
+                }
+            }
+            scanfuse_program_free(pr);
+            scanfuse_fusion_free(f);
+        }
+        CHECKF(h[0] == h[1] && h[0] != 0, "look-back variants: %s and %s give different bits",
+               tunes[t][0] ? tunes[t][0] : "defaults", tunes[t][1]);
+        same += h[0] == h[1] && h[0] != 0;
+    }
+    printf("look-back variants: %d of %d pairs bit-identical\n", same, pairs);
+done:
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+    free(x);
+    free(y);
+}
+
 /* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate. */
 static void determinism(void) {
     const int64_t n = (int64_t)1 << 24;
@@ -2069,6 +2147,7 @@ static void part_b(void) {
     if (!filter || (x && strcmp(x, "1") == 0)) {
         bad_tensors();
         determinism();
+        lookback_variants();
         const char *b = getenv("SF_CUDA_TEST_BIG");
         if (b && strcmp(b, "1") == 0) big();
     }
