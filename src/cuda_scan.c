@@ -39,14 +39,13 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=0,row_persist=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
  * before, lb_done applying to that count; row_stage1=2 stages the one-tile rows that
- * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=1 folds the
- * previous group's tile aggregates in the look-back, row_persist=1 runs look-back rows
- * on a persistent grid, row_persist=2 also takes each next tile before pass two).
+ * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=0 waits for the
+ * previous group's aggregate in the row look-back instead of folding its tiles' aggregates).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -774,24 +773,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
-        /* lb_ga=1: a tile folds the previous group's tile aggregates itself instead of
-         * waiting for that group's aggregate (sf_lookback's GAL; the same bits).
-         * row_persist=1: a grid of the blocks the SMs hold at once, each taking tiles
-         * until none is left (sf_row_scan's PERS).  Experiments, bench/NOTES.md session 13. */
-        bool gal = lb && sf_cg_tune("lb_ga", 0) == 1;
-        int pers = lb ? sf_cg_tune("row_persist", 0) : 0;
-        if (pers != 1 && pers != 2) pers = 0;
-        if (ntiles <= (int64_t)sms * bps) pers = 0;
-        if (pers) k->grid = sf_cg_grid((int64_t)sms * bps);
-        char extra[32] = "";
-        if (pers) snprintf(extra, sizeof extra, ", %s, %d", gal ? "true" : "false", pers);
-        else if (gal) snprintf(extra, sizeof extra, ", true");
+        /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
+         * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
+         * bits).  H200, NOTES session 13: 1-D float32 0.698 -> 0.747 of copy, float16
+         * 0.631 -> 0.679, bfloat16 0.637 -> 0.667, int64 0.709 -> 0.743. */
+        bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                       "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                       threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                      excl ? "true" : "false", stage ? "true" : "false", extra, (long long)rows, (long long)len,
-                      (long long)tpr);
+                      excl ? "true" : "false", stage ? "true" : "false", gal ? ", true" : "", (long long)rows,
+                      (long long)len, (long long)tpr);
     } else {
         /* a block of W = 32 columns x RG = 8 row groups, L steps a thread
          * (sf_col_tile_scan).  (W columns of the widest input making 128 bytes, 64 or 128
