@@ -19,7 +19,6 @@ OUT=${OUT:-$PWD/gpu_out}
 S=build-gpu/scanfuse
 D=$(mktemp -d)
 mkdir -p "$OUT"
-: > "$OUT/gpu_cli_bench.jsonl"
 scan() { # label dtype shape dim [extra attrs]
     printf 'input x: %s[%s]\ny = cumsum(x, dim=%s%s)\noutput y\n' "$2" "$3" "$4" "${5:-}" > "$D/$1.sf"
 }
@@ -52,6 +51,9 @@ if [ -n "${WRITE_CASES:-}" ]; then
     mkdir -p "$WRITE_CASES" && cp "$D"/*.sf "$WRITE_CASES"/ && rm -rf "$D"
     exit 0
 fi
+# (truncated only now: a WRITE_CASES call, as gpu_call.sh's trace stage makes after the
+# table, must not wipe the table's JSON)
+: > "$OUT/gpu_cli_bench.jsonl"
 case " $* " in *" profile "*) profile=1 ;; *) profile=0 ;; esac
 case " $* " in *" profile "*|*" moeprof "*) moeprof=1 ;; *) moeprof=0 ;; esac
 [ -n "${SKIP_MOEPROF:-}" ] && moeprof=0 # SKIP_MOEPROF=1: profile the scan only
