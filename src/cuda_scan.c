@@ -161,25 +161,32 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     }
 }
 
-/* The raw vectors r<op>[N] of the inputs among ops for N consecutive steps from plo:
- * one element of a broadcast input (stride 0 along the scan), else a vector load from
- * global memory (q<op>) or, with soff, from the staged tile in shared memory (s, rel,
- * ts; inputs whose strip fits a cp.async; the others from global memory). */
-static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ops, int dim,
-                           const int *soff) {
+/* The raw vectors r<op>[N] of the inputs among ops for N consecutive steps from plo.
+ * An input that varies along the scan (vary[op], by its shape) takes the vector path
+ * only, so the vector path is taken with its stride 1 (the callers check): a vector
+ * load from global memory (q<op>) or, with soff, from the staged tile in shared memory
+ * (s, rel, ts; inputs whose strip fits a cp.async; the others from global memory).  An
+ * input that does not vary (size 1 along the scan: stride 0) is one element.  One path
+ * an input, chosen here: the compiler predicated both paths of a run-time test on the
+ * stride, so every element paid for both (the fused bfloat16 chain: PRMT and LEA of the
+ * untaken path among its busiest instructions, NOTES session 13). */
+static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ops,
+                           const bool *vary, const int *soff) {
     for (int op = 0; op < k->nops; op++) {
         if (!(ops >> op & 1u) || k->ops[op].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        sf_buf_printf(src, "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n}",
-                      raw, op, op, dim, op, raw, op, op);
-        if (soff && soff[op] >= 0)
-            sf_buf_printf(src, " else if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
+        sf_buf_printf(src, "%s r%d[N];\n", raw, op);
+        if (!vary[op])
+            sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n",
+                          op, raw, op, op);
+        else if (soff && soff[op] >= 0)
+            sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
                                "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                           raw, op, raw, soff[op], raw, op, raw, op, op);
         else if (soff) /* not staged: from global memory */
-            sf_buf_printf(src, " else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n", op, raw, op, op);
+            sf_buf_printf(src, "sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n", op, raw, op, op);
         else
-            sf_buf_printf(src, " else sf_vload(r%d, q%d);\n", op, op);
+            sf_buf_printf(src, "sf_vload(r%d, q%d);\n", op, op);
     }
 }
 
@@ -366,8 +373,11 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         sf_buf_printf(src, "(void)len;\nconst i64 p = %s;\n(void)p;\n(void)s;\n", pexpr);
         if (stb.data) sf_buf_puts(src, stb.data);
         sf_buf_puts(src, "}\n");
-        /* N consecutive steps: vector accesses when every operand is contiguous along
-         * the scan and aligned */
+        /* N consecutive steps: vector accesses when every operand that varies along the
+         * scan is contiguous along it and aligned (an input of stride 0 there despite its
+         * size, an expanded view, takes the element path) */
+        bool vary[SF_CUDA_MAXOPS];
+        for (int op = 0; op < k->nops; op++) vary[op] = scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]);
         for (int w = 0; w < 2; w++) {
             bool isst = w == 1;
             uint32_t ops = isst ? st_ops : ld_ops;
@@ -386,15 +396,15 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                 if (k->ops[op].out) /* outputs: contiguous and aligned */
                     sf_buf_printf(src, "fast = fast && (!CK || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n", op,
                                   dim, raw, op);
-                else /* inputs: also broadcast along the scan (stride 0: one element) */
-                    sf_buf_printf(src, "fast = fast && (!CK || a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n",
-                                  op, dim, op, dim, raw, op);
+                else if (vary[op]) /* inputs along the scan: contiguous and aligned too */
+                    sf_buf_printf(src, "fast = fast && (!CK || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n", op,
+                                  dim, raw, op);
             }
             sf_buf_puts(src, "if (fast) {\n");
             for (int op = 0; op < k->nops; op++)
                 if ((ops >> op & 1u) && k->ops[op].out)
                     sf_buf_printf(src, "%s w%d[N];\n", sf_cg_rawtype(f->values[k->ops[op].value].dtype), op);
-            emit_vec_loads(src, f, k, ops, dim, NULL);
+            emit_vec_loads(src, f, k, ops, vary, NULL);
             sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                           rev ? "N - 1 - k" : "k");
             if (!isst) {
@@ -459,15 +469,15 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
-        emit_vec_loads(src, f, k, ld_ops, dim, stg);
+        emit_vec_loads(src, f, k, ld_ops, vary, stg);
         sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                       rev ? "N - 1 - k" : "k");
         if (ldv.data) sf_buf_puts(src, ldv.data);
         sf_buf_printf(src, "v[k] = %s;\n}\n}\n", sk->elem);
         /* Whether strips of N steps starting at t0, t0 + stride, ..., t0 + (count-1) *
-         * stride are all in range and take the vector path: every operand used is
-         * contiguous (or broadcast, for inputs) and aligned at t0; stride is a multiple
-         * of N, so the alignment holds for every strip. */
+         * stride are all in range and take the vector path: every output, and every
+         * input that varies along the scan, is contiguous and aligned at t0; stride is a
+         * multiple of N, so the alignment holds for every strip. */
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ bool fast_span(const sf_args& a, const B& b, i64 len, i64 t0, i64 stride, int count) {\n");
         sf_buf_printf(src, "const i64 tl = t0 + (i64)(count - 1) * stride;\nif (tl + N > len) return false;\nconst i64 plo = %s;\nbool fast = true;\n",
                       rev ? "len - tl - N" : "t0");
@@ -478,9 +488,9 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             if (k->ops[op].out)
                 sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                               op, dim, raw, raw, op, op);
-            else
-                sf_buf_printf(src, "fast = fast && (a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo))));\n",
-                              op, dim, op, dim, raw, raw, op, op);
+            else if (vary[op])
+                sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                              op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);

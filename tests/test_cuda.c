@@ -568,6 +568,24 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_g=3,row_g2=2,row_items=1", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_g=2,row_g2=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=0", G_DEFAULT);
+    {
+        /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
+         * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
+        prog *p = newprog();
+        P(p, "input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40001]\n"
+             "s = add(add(cast(c, int64), d), cast(e, int64))\ny = cumsum(s, dim=1, exclusive=true, reverse=true)\n");
+        out(p, "y", T_EXACT);
+        finish(p);
+    }
+    {
+        /* rows scaled by a value per row (size 1 along the scan: the one-element path of
+         * the vector loads) and by a weight per step (the vector path), look-back rows */
+        prog *p = newprog();
+        P(p, "input x: float32[3, 20001]\ninput s: float32[3, 1]\ninput w: float32[20001]\n"
+             "y = cumsum(mul(mul(x, s), w), dim=1, reverse=true)\n");
+        out(p, "y", T_SUM);
+        finish(p);
+    }
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* look-back rows are staged in shared memory (cp.async) by default; the register
      * tiles of 512 threads without staging (row_stage=0) */
@@ -2045,6 +2063,51 @@ static void bad_tensors(void) {
     scanfuse_fusion_free(f);
 }
 
+/* Inputs expanded along the scan (stride 0 on a dim of size > 1, as PyTorch's expand
+ * gives): the row scans' vector path takes an input that varies along the scan by its
+ * shape only at stride 1, so these take the element path.  x[r][t] = r + 1 through a
+ * [4, 1] buffer, w[t] = 2 through one element: y[r][t] = 2 (r + 1) (t + 1), exact. */
+static void expanded_inputs(void) {
+    const int64_t rows = 4, len = 30001;
+    scanfuse_fusion *f = scanfuse_parse("input x: float32[4, 30001]\ninput w: float32[30001]\n"
+                                        "y = cumsum(mul(x, w), dim=1)\noutput y\n", NULL);
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    scanfuse_program *pr = scanfuse_compile(f, &o);
+    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+    float hx[4] = {1, 2, 3, 4}, hw[1] = {2};
+    float *y = malloc((size_t)(rows * len) * 4);
+    void *dx = NULL, *dw = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    if (!y || sf_cuda_alloc(0, 16, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, 16, &dw, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)(rows * len) * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "expanded inputs: no memory");
+        goto done;
+    }
+    sf_cuda_copy_to_device(0, dx, hx, sizeof hx, msg, sizeof msg);
+    sf_cuda_copy_to_device(0, dw, hw, sizeof hw, msg, sizeof msg);
+    int64_t xs[2] = {rows, len}, xst[2] = {1, 0}, ws[1] = {len}, wst[1] = {0};
+    scanfuse_dl_tensor in[2] = {{dx, {SCANFUSE_DL_CUDA, 0}, 2, {SCANFUSE_DL_FLOAT, 32, 1}, xs, xst, 0},
+                                {dw, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, ws, wst, 0}};
+    scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 2, {SCANFUSE_DL_FLOAT, 32, 1}, xs, NULL, 0};
+    CHECK_STATUS(scanfuse_run(pr, in, 2, &ty, 1), SCANFUSE_OK);
+    sf_cuda_copy_to_host(0, y, dy, (size_t)(rows * len) * 4, msg, sizeof msg);
+    int64_t bad = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t t = 0; t < len; t++) bad += y[r * len + t] != (float)(2 * (r + 1) * (t + 1));
+    CHECKF(bad == 0, "expanded inputs: %lld outputs wrong", (long long)bad);
+    printf("expanded inputs (stride 0 along the scan): %s\n", bad == 0 ? "ok" : "WRONG");
+done:
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dw);
+    sf_cuda_free(0, dy);
+    free(y);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
 /* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
 static void big(void) {
     const int64_t n = ((int64_t)1 << 31) + 7;
@@ -2142,6 +2205,7 @@ static void part_b(void) {
         bad_tensors();
         determinism();
         lookback_variants();
+        expanded_inputs();
         const char *b = getenv("SF_CUDA_TEST_BIG");
         if (b && strcmp(b, "1") == 0) big();
     }
