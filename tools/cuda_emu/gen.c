@@ -49,10 +49,7 @@ int main(int argc, char **argv) {
     const sf_program *p = (const sf_program *)prog;
     const scanfuse_fusion *f = p->fusion;
     sf_cuda_plan *pl; char msg[512];
-    /* EMU_SMS: the SMs the plan assumes (132, an H200's); fewer make a persistent grid
-     * (row_persist=1) of a few tiles */
-    int sms = getenv("EMU_SMS") ? atoi(getenv("EMU_SMS")) : 132;
-    if (sf_cuda_plan_build(p, 90, sms > 0 ? sms : 132, &pl, msg, sizeof msg) != SCANFUSE_OK) { printf("plan: %s\n", msg); return 1; }
+    if (sf_cuda_plan_build(p, 90, 132, &pl, msg, sizeof msg) != SCANFUSE_OK) { printf("plan: %s\n", msg); return 1; }
     const bool scan = getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1';
     /* EMU_NTH=n: the n-th such kernel (default 1) */
     int nth = getenv("EMU_NTH") ? atoi(getenv("EMU_NTH")) : 1, ki = -1;
