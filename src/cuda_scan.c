@@ -161,32 +161,43 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     }
 }
 
-/* The raw vectors r<op>[N] of the inputs among ops for N consecutive steps from plo.
- * An input that varies along the scan (vary[op], by its shape) takes the vector path
- * only, so the vector path is taken with its stride 1 (the callers check): a vector
- * load from global memory (q<op>) or, with soff, from the staged tile in shared memory
- * (s, rel, ts; inputs whose strip fits a cp.async; the others from global memory).  An
- * input that does not vary (size 1 along the scan: stride 0) is one element.  One path
- * an input, chosen here: the compiler predicated both paths of a run-time test on the
- * stride, so every element paid for both (the fused bfloat16 chain: PRMT and LEA of the
- * untaken path among its busiest instructions, NOTES session 13). */
-static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ops,
-                           const bool *vary, const int *soff) {
+/* How an input's N consecutive steps are read on the vector path (Io::ld_items,
+ * ld_items_s): VL_TEST tests its stride along the scan at run time (0: one element N
+ * times, else a vector load), VL_VEC is a vector load with no test (the vector path then
+ * requires stride 1), VL_ONE one element (size 1 along the scan).  With VL_TEST the
+ * compiler may predicate both arms, so every strip pays for both (the fused bfloat16
+ * chain's busiest instructions included the untaken arm's PRMT and LEA, NOTES session
+ * 13); the other two have one path, chosen at code generation. */
+enum { VL_TEST, VL_VEC, VL_ONE };
+
+/* The raw vectors r<op>[N] of the inputs among ops for N consecutive steps from plo, by
+ * each input's mode (above): one element, or a vector load from global memory (q<op>)
+ * or, with soff, from the staged tile in shared memory (s, rel, ts; inputs whose strip
+ * fits a cp.async; the others from global memory). */
+static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ops, int dim,
+                           const int *mode, const int *soff) {
     for (int op = 0; op < k->nops; op++) {
         if (!(ops >> op & 1u) || k->ops[op].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        sf_buf_printf(src, "%s r%d[N];\n", raw, op);
-        if (!vary[op])
+        if (mode[op] == VL_TEST)
+            sf_buf_printf(src, "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n}",
+                          raw, op, op, dim, op, raw, op, op);
+        else
+            sf_buf_printf(src, "%s r%d[N];\n", raw, op);
+        if (mode[op] == VL_ONE) {
             sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n",
                           op, raw, op, op);
-        else if (soff && soff[op] >= 0)
-            sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
+            continue;
+        }
+        const char *els = mode[op] == VL_TEST ? " else " : "";
+        if (soff && soff[op] >= 0)
+            sf_buf_printf(src, "%sif constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
                                "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
-                          raw, op, raw, soff[op], raw, op, raw, op, op);
+                          els, raw, op, raw, soff[op], raw, op, raw, op, op);
         else if (soff) /* not staged: from global memory */
-            sf_buf_printf(src, "sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n", op, raw, op, op);
+            sf_buf_printf(src, "%ssf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n", els, op, raw, op, op);
         else
-            sf_buf_printf(src, "sf_vload(r%d, q%d);\n", op, op);
+            sf_buf_printf(src, "%ssf_vload(r%d, q%d);\n", els, op, op);
     }
 }
 
@@ -376,8 +387,11 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         /* N consecutive steps: vector accesses when every operand that varies along the
          * scan is contiguous along it and aligned (an input of stride 0 there despite its
          * size, an expanded view, takes the element path) */
-        bool vary[SF_CUDA_MAXOPS];
-        for (int op = 0; op < k->nops; op++) vary[op] = scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]);
+        int mode[SF_CUDA_MAXOPS];
+        bool one_path = sf_cg_tune("row_io1", 1) == 1;
+        for (int op = 0; op < k->nops; op++)
+            mode[op] = !one_path ? VL_TEST
+                     : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;
         for (int w = 0; w < 2; w++) {
             bool isst = w == 1;
             uint32_t ops = isst ? st_ops : ld_ops;
@@ -396,15 +410,18 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                 if (k->ops[op].out) /* outputs: contiguous and aligned */
                     sf_buf_printf(src, "fast = fast && (!CK || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n", op,
                                   dim, raw, op);
-                else if (vary[op]) /* inputs along the scan: contiguous and aligned too */
+                else if (mode[op] == VL_VEC) /* inputs along the scan: contiguous and aligned too */
                     sf_buf_printf(src, "fast = fast && (!CK || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n", op,
                                   dim, raw, op);
+                else if (mode[op] == VL_TEST) /* or broadcast along the scan (stride 0: one element) */
+                    sf_buf_printf(src, "fast = fast && (!CK || a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>(q%d)));\n",
+                                  op, dim, op, dim, raw, op);
             }
             sf_buf_puts(src, "if (fast) {\n");
             for (int op = 0; op < k->nops; op++)
                 if ((ops >> op & 1u) && k->ops[op].out)
                     sf_buf_printf(src, "%s w%d[N];\n", sf_cg_rawtype(f->values[k->ops[op].value].dtype), op);
-            emit_vec_loads(src, f, k, ops, vary, NULL);
+            emit_vec_loads(src, f, k, ops, dim, mode, NULL);
             sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                           rev ? "N - 1 - k" : "k");
             if (!isst) {
@@ -469,7 +486,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
-        emit_vec_loads(src, f, k, ld_ops, vary, stg);
+        emit_vec_loads(src, f, k, ld_ops, dim, mode, stg);
         sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                       rev ? "N - 1 - k" : "k");
         if (ldv.data) sf_buf_puts(src, ldv.data);
@@ -488,9 +505,12 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             if (k->ops[op].out)
                 sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                               op, dim, raw, raw, op, op);
-            else if (vary[op])
+            else if (mode[op] == VL_VEC)
                 sf_buf_printf(src, "fast = fast && a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                               op, dim, raw, raw, op, op);
+            else if (mode[op] == VL_TEST)
+                sf_buf_printf(src, "fast = fast && (a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo))));\n",
+                              op, dim, op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);

@@ -578,6 +578,26 @@ static void build_programs(void) {
         finish(p);
     }
     {
+        /* the vector loads' run-time stride test of before (row_io1=0): look-back rows
+         * folding the previous group's aggregates (lb_ga=1), small groups, rows beside
+         * per-step weights, inputs of three widths, a row scaled per row */
+        static const char *const io0[][2] = {
+            {"input x: float32[3000003]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", "row_io1=0"},
+            {"input b: int64[3, 70001]\ny, i = cummax(b, dim=1, reverse=true)\noutput y, i\n",
+             "row_io1=0,row_g=2,row_g2=3"},
+            {"input x: bfloat16[64, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=1), bfloat16)\n"
+             "output y\n", "row_io1=0"},
+            {"input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40001]\n"
+             "s = add(add(cast(c, int64), d), cast(e, int64))\ny = cumsum(s, dim=1, exclusive=true, reverse=true)\n"
+             "output y\n", "row_io1=0"},
+            {"input x: float32[3, 20001]\ninput s: float32[3, 1]\ny = cumsum(mul(x, s), dim=1)\noutput y\n",
+             "row_io1=0"},
+        };
+        for (int i = 0; i < (int)(sizeof io0 / sizeof io0[0]); i++)
+            prog_raw(io0[i][0], i == 1 || i == 3 ? T_EXACT : T_SUM)->tune = io0[i][1];
+    }
+    {
         /* rows scaled by a value per row (size 1 along the scan: the one-element path of
          * the vector loads) and by a weight per step (the vector path), look-back rows */
         prog *p = newprog();
