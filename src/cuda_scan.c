@@ -39,13 +39,15 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2"
  * (row_items=0, row_threads=0, col_l=0, col_g=0 and col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
  * before, lb_done applying to that count; row_stage1=2 stages the one-tile rows that
  * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=0 waits for the
- * previous group's aggregate in the row look-back instead of folding its tiles' aggregates).
+ * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
+ * row_io1=2 reads each input of a row kernel of two or more inputs by one path, 1 every
+ * row kernel's, 0 none's).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -387,8 +389,16 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         /* N consecutive steps: vector accesses when every operand that varies along the
          * scan is contiguous along it and aligned (an input of stride 0 there despite its
          * size, an expanded view, takes the element path) */
-        int mode[SF_CUDA_MAXOPS];
-        bool one_path = sf_cg_tune("row_io1", 1) == 1;
+        /* One path an input (VL_VEC, VL_ONE) for kernels that read two or more inputs,
+         * the run-time test (VL_TEST) for one input: H200, NOTES session 13, in one run:
+         * the fused bfloat16 chain (two inputs) 0.644 -> 0.721 of copy with one path, but
+         * one-input rows slower with it (1-D float32 0.747 -> 0.703, one-tile float32
+         * rows 0.909 -> 0.861; the code is not worse, the register allocation is).
+         * row_io1=1: one path always, 0: never. */
+        int mode[SF_CUDA_MAXOPS], nin = 0;
+        for (int op = 0; op < k->nops; op++) nin += (ld_ops >> op & 1u) && !k->ops[op].out;
+        int io1 = sf_cg_tune("row_io1", 2);
+        bool one_path = io1 == 1 || (io1 == 2 && nin >= 2);
         for (int op = 0; op < k->nops; op++)
             mode[op] = !one_path ? VL_TEST
                      : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;

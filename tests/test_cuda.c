@@ -578,7 +578,8 @@ static void build_programs(void) {
         finish(p);
     }
     {
-        /* the vector loads' run-time stride test of before (row_io1=0): look-back rows
+        /* the vector loads' run-time stride test (row_io1=0; by default for one-input row
+         * kernels only) for kernels of several inputs too: look-back rows
          * folding the previous group's aggregates (lb_ga=1), small groups, rows beside
          * per-step weights, inputs of three widths, a row scaled per row */
         static const char *const io0[][2] = {
@@ -597,6 +598,12 @@ static void build_programs(void) {
         for (int i = 0; i < (int)(sizeof io0 / sizeof io0[0]); i++)
             prog_raw(io0[i][0], i == 1 || i == 3 ? T_EXACT : T_SUM)->tune = io0[i][1];
     }
+    /* one path an input for one-input row kernels too (row_io1=1; by default only kernels
+     * of two or more inputs): look-back rows, one-tile rows of 16-bit floats, an index scan */
+    prog_raw("input x: float32[300003]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM)->tune = "row_io1=1";
+    prog_raw("input x: float16[5, 3000]\ny = cumsum(x, dim=1, reverse=true)\noutput y\n", T_SUM)->tune = "row_io1=1";
+    prog_raw("input b: int32[3, 50001]\ny, i = cummin(b, dim=1)\noutput y, i\n", T_EXACT)->tune = "row_io1=1";
     {
         /* rows scaled by a value per row (size 1 along the scan: the one-element path of
          * the vector loads) and by a weight per step (the vector path), look-back rows */

@@ -6,7 +6,9 @@
 # column tiles staged in shared memory, one ticket word a tile) and the tuning
 # variants: register tiles (row_stage=0, col_stage=0), two tiles a block (row_pipe=1),
 # small groups, whose tiles fold the previous group's tile aggregates (lb_ga=1, the
-# default) or wait for its aggregate (lb_ga=0),
+# default) or wait for its aggregate (lb_ga=0), the vector loads' one path an input
+# for every row kernel (row_io1=1) or none (row_io1=0; the default: kernels of two or
+# more inputs),
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
 # (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
@@ -30,7 +32,7 @@ fail=0
 n=0
 for prog in f32 i64rows f16 cummax fused widths; do
     for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
-                row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0; do
+                row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
         n=$((n + 1))
         if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
             echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
