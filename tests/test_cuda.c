@@ -1936,6 +1936,29 @@ static void run_prog(const prog *p, int pi, int layout, scanfuse_program *rp,
     for (int o = 0; o < nref; o++) free(rs.ref[o]);
 }
 
+/* Host and device buffers of n float32 each for x and y (a failed check naming `what`
+ * when one cannot be had; the caller frees what was made), and a hash of n outputs. */
+static bool f32_buffers(int64_t n, float **x, float **y, void **dx, void **dy, const char *what) {
+    char msg[SF_ERR_LEN];
+    *x = malloc((size_t)n * 4);
+    *y = malloc((size_t)n * 4);
+    if (!*x || !*y || sf_cuda_alloc(0, (size_t)n * 4, dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)n * 4, dy, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "%s: no memory", what);
+        return false;
+    }
+    return true;
+}
+static uint64_t hash_f32(const float *y, int64_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &y[i], 4);
+        h = (h ^ b) * 1099511628211ull;
+    }
+    return h;
+}
+
 /* The look-back's lb_ga=1 (the default: each tile folds the previous group's tile
  * aggregates itself) folds the same aggregates in the same order as waiting for the
  * group's aggregate (lb_ga=0), so it gives the same bits, at the default groups and at
@@ -1948,14 +1971,10 @@ static void lookback_variants(void) {
         {"lb_ga=0", NULL}, {"lb_ga=0,row_g=4,row_g2=8", "row_g=4,row_g2=8"}, {"lb_ga=0,row_g=2", "row_g=2"},
     };
     const char *text = "input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n";
-    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
-    if (!x || !y || sf_cuda_alloc(0, (size_t)n * 4, &dx, msg, sizeof msg) != SCANFUSE_OK ||
-        sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
-        CHECKF(false, "look-back variants: no memory");
-        goto done;
-    }
+    if (!f32_buffers(n, &x, &y, &dx, &dy, "look-back variants")) goto done;
     sf_test_rng r;
     sf_test_rng_seed(&r, 78);
     for (int64_t i = 0; i < n; i++) {
@@ -1979,12 +1998,7 @@ static void lookback_variants(void) {
                 /* twice: the second launch sees the first one's words as stale */
                 for (int rep = 0; rep < 2; rep++) CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
                 sf_cuda_copy_to_host(0, y, dy, (size_t)n * 4, msg, sizeof msg);
-                h[side] = 1469598103934665603ull;
-                for (int64_t i = 0; i < n; i++) {
-                    uint32_t b;
-                    memcpy(&b, &y[i], 4);
-                    h[side] = (h[side] ^ b) * 1099511628211ull;
-                }
+                h[side] = hash_f32(y, n);
             }
             scanfuse_program_free(pr);
             scanfuse_fusion_free(f);
@@ -2010,14 +2024,10 @@ static void determinism(void) {
     o.device = SCANFUSE_DEVICE_CUDA;
     scanfuse_program *pr = scanfuse_compile(f, &o);
     CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
-    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
-    if (!x || !y || sf_cuda_alloc(0, (size_t)n * 4, &dx, msg, sizeof msg) != SCANFUSE_OK ||
-        sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
-        CHECKF(false, "determinism: no memory");
-        goto done;
-    }
+    if (!f32_buffers(n, &x, &y, &dx, &dy, "determinism")) goto done;
     sf_test_rng r;
     sf_test_rng_seed(&r, 77);
     for (int64_t i = 0; i < n; i++) x[i] = (float)uni(&r, -1.0, 1.0) * (float)(1 + (i % 7));
@@ -2030,12 +2040,7 @@ static void determinism(void) {
     for (int rep = 0; rep < 10; rep++) {
         CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
         sf_cuda_copy_to_host(0, y, dy, (size_t)n * 4, msg, sizeof msg);
-        uint64_t h = 1469598103934665603ull;
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t b;
-            memcpy(&b, &y[i], 4);
-            h = (h ^ b) * 1099511628211ull;
-        }
+        uint64_t h = hash_f32(y, n);
         if (rep == 0) first = h;
         else same = same && h == first;
     }
