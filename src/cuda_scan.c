@@ -386,14 +386,14 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         sf_buf_printf(src, "(void)len;\nconst i64 p = %s;\n(void)p;\n(void)s;\n", pexpr);
         if (stb.data) sf_buf_puts(src, stb.data);
         sf_buf_puts(src, "}\n");
-        /* N consecutive steps: vector accesses when every operand that varies along the
-         * scan is contiguous along it and aligned (an input of stride 0 there despite its
-         * size, an expanded view, takes the element path) */
-        /* One path an input (VL_VEC, VL_ONE) for kernels that read two or more inputs,
-         * the run-time test (VL_TEST) for one input: H200, NOTES session 13, in one run:
-         * the fused bfloat16 chain (two inputs) 0.644 -> 0.721 of copy with one path, but
+        /* N consecutive steps: vector accesses when every operand used is contiguous
+         * along the scan and aligned, or (inputs) one element there.  One path an input
+         * (VL_VEC, VL_ONE; an expanded input, stride 0 along the scan despite its size,
+         * then takes the element path) for kernels that read two or more inputs, the
+         * run-time test (VL_TEST) for one input.  H200, NOTES session 13, in one run: the
+         * fused bfloat16 chain (two inputs) 0.644 -> 0.721 of copy with one path, but
          * one-input rows slower with it (1-D float32 0.747 -> 0.703, one-tile float32
-         * rows 0.909 -> 0.861; the code is not worse, the register allocation is).
+         * rows 0.909 -> 0.861: ptxas spills more around the straight-line loads).
          * row_io1=1: one path always, 0: never. */
         int mode[SF_CUDA_MAXOPS], nin = 0;
         for (int op = 0; op < k->nops; op++) nin += (ld_ops >> op & 1u) && !k->ops[op].out;
@@ -815,8 +815,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
-         * bits).  H200, NOTES session 13: 1-D float32 0.698 -> 0.747 of copy, float16
-         * 0.631 -> 0.679, bfloat16 0.637 -> 0.667, int64 0.709 -> 0.743. */
+         * bits).  H200, NOTES session 13, two runs: 1-D float32 0.698 -> 0.747 of copy,
+         * float16 0.63 -> 0.68, int64 0.71 -> 0.74, bfloat16 +0.01 to +0.03. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
