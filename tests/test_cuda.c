@@ -2096,9 +2096,10 @@ static void bad_tensors(void) {
 }
 
 /* Inputs expanded along the scan (stride 0 on a dim of size > 1, as PyTorch's expand
- * gives): the row scans' vector path takes an input that varies along the scan by its
- * shape only at stride 1, so these take the element path.  x[r][t] = r + 1 through a
- * [4, 1] buffer, w[t] = 2 through one element: y[r][t] = 2 (r + 1) (t + 1), exact. */
+ * gives): in a row kernel of two or more inputs (row_io1=2) the vector path takes an
+ * input that varies along the scan by its shape only at stride 1, so these take the
+ * element path.  x[r][t] = r + 1 through a [4, 1] buffer, w[t] = 2 through one element:
+ * y[r][t] = 2 (r + 1) (t + 1), exact. */
 static void expanded_inputs(void) {
     const int64_t rows = 4, len = 30001;
     scanfuse_fusion *f = scanfuse_parse("input x: float32[4, 30001]\ninput w: float32[30001]\n"
