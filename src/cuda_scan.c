@@ -815,8 +815,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
-         * bits).  H200, NOTES session 13, two runs: 1-D float32 0.698 -> 0.747 of copy,
-         * float16 0.63 -> 0.68, int64 0.71 -> 0.74, bfloat16 +0.01 to +0.03. */
+         * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
+         * of copy, float16 0.627 -> 0.675, int64 0.706 -> 0.740, bfloat16 0.631 -> 0.639. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
