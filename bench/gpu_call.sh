@@ -8,6 +8,7 @@
 # "cudatest": test_cuda alone (SF_CUDA_TEST_FILTER / _EXTRAS apply); "examples": every
 # example on cuda, checked; "pybench": gpu_bench.py for PYBENCH_ONLY's filters; "probe": bench/gpu_probe_rows.py; "python":
 # pytest + samples; PROBE_TUNES also runs the probe under those variants; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
+# "launch": bench/launch_bench.c (host cost a run, driver launch floor; LAUNCH_TUNES);
 # "trace": look-back tile phase times (TRACE_CASES x TRACE_TUNES, bench/lb_trace.py);
 # "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
 # (PyTorch side by side).
@@ -30,6 +31,15 @@ for s in $stages; do
     case $s in
         test) SF_CUDA_TEST_BIG=${SF_CUDA_TEST_BIG:-0} TEST_TIMEOUT=${TEST_TIMEOUT:-240} bash bench/gpu_run.sh test ;;
         python) bash bench/gpu_run.sh python ;;
+        launch) # the host's cost of a run against the driver's launch floor (launch_bench.c),
+                # under the defaults and each SCANFUSE_CUDA_TUNE variant of LAUNCH_TUNES
+                [ -x build-gpu/launch_bench ] || bash bench/gpu_run.sh none >/dev/null
+                for tv in default ${LAUNCH_TUNES-pdl_first=0}; do
+                    [ "$tv" = default ] && t="" || t=$tv
+                    echo "launch_bench under SCANFUSE_CUDA_TUNE=$t:"
+                    prof=; [ "$tv" = default ] && prof=--profile
+                    SCANFUSE_CUDA_TUNE=$t timeout 120 build-gpu/launch_bench --json "$OUT/launch_bench.jsonl" $prof 2>&1 | tail -60
+                done ;;
         bench) bash bench/gpu_run.sh bench ;;
         build) bash bench/gpu_run.sh none ;;
         pybench) # gpu_bench.py (scanfuse and PyTorch eager side by side, CUDA events, graph

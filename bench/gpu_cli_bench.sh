@@ -61,11 +61,12 @@ case " $* " in *" tune "*) tunes=${TUNES:-"lb_done=1 row_pipe=1"} ;; *) tunes=""
 if [ $profile = 1 ] && command -v ncu >/dev/null; then
     scan prof_scan ${PROF_DT:-float32} "${PROF_SHAPE:-67108864}" ${PROF_DIM:-0} # PROF_DT, PROF_SHAPE ("4096, 4096"), PROF_DIM: the profiled scan
     [ -n "${PROF_CASE:-}" ] && cp "$D/$PROF_CASE.sf" "$D/prof_scan.sf" # PROF_CASE=fused_bf16_8192: one of the table's cases instead
+    # PROF_EXTRA: more ncu arguments (e.g. "--section ComputeWorkloadAnalysis --section InstructionStats")
     # PROF_TUNES="A B": also profile under those SCANFUSE_CUDA_TUNE variants (ncu_scan_<variant>.txt)
     for pv in default ${PROF_TUNES_SCAN:-}; do
       [ $pv = default ] && { pt=""; nf="$OUT/ncu_scan.txt"; } || { pt=$pv; nf="$OUT/ncu_scan_${pv//[=,]/_}.txt"; }
       SCANFUSE_CUDA_TUNE=$pt timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-        --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats \
+        --section SourceCounters --section Occupancy --section LaunchStats --section SchedulerStats ${PROF_EXTRA:-} \
         --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct,lts__t_requests.avg,lts__t_requests.max,lts__t_sectors.avg,lts__t_sectors.max \
         --launch-skip 2 --launch-count 1 \
         "$S" bench "$D/prof_scan.sf" --device cuda --repeat 2 > "$nf" 2>&1

@@ -20,7 +20,7 @@ JOBS=$(nproc 2>/dev/null || echo 8)
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv 2>&1 | tee "$OUT/gpu.txt"
 t0=$(date +%s)
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j "$JOBS" --target scanfuse scanfuse_cli test_cuda 2>&1 | grep -E "error|Built target" | tail -5
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j "$JOBS" --target scanfuse scanfuse_cli test_cuda launch_bench 2>&1 | grep -E "error|Built target" | tail -5
 gcc -shared -o build-gpu/libscanfuse.so -Wl,--whole-archive build-gpu/libscanfuse.a -Wl,--no-whole-archive -lm -ldl -lpthread
 cat > build-gpu/offsets.c <<'EOF'
 #include <stddef.h>

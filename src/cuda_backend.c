@@ -440,10 +440,9 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
         fill_args(r, k, copy_dst, report, &args);
     }
     sf_CUresult res;
-    /* programmatic dependent launch, from the run's second kernel on: the first waits
-     * for the caller's work the usual way (there is no kernel of this run before it to
-     * overlap, and the caller's kernels never signal an early launch) */
-    bool pdl = s->pl->pdl && r->d->cuLaunchKernelEx && r->launches++ > 0;
+    /* programmatic dependent launch: from the run's second kernel on, and for the first
+     * too where the plan allows it (pdl_first, cuda_codegen.c) */
+    bool pdl = s->pl->pdl && r->d->cuLaunchKernelEx && (r->launches++ > 0 || s->pl->pdl_first);
     if (pdl) {
         sf_CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);

@@ -1648,6 +1648,14 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         free(pl->source);
         pl->source = pdl;
         pl->pdl = true;
+        /* The run's first kernel with the same attribute: after the kernel of the caller
+         * or of the previous run before it in the stream, it may then launch before that
+         * one has finished (when that one lets it), and waits for it in
+         * griddepcontrol.wait, so calls queued back to back do not pay a launch gap
+         * each.  Only when every kernel waits before it touches memory: an SF_OWN_PDL
+         * kernel reads its inputs first, which a caller's kernel still running (or the
+         * previous run's last one, when the caller chains runs) may be writing. */
+        pl->pdl_first = pdl && !strstr(pdl, SF_OWN_PDL) && sf_cg_tune("pdl_first", 1) == 1;
     }
     if (!pl->source) {
         sf_msg(msg, msglen, "cuda: out of memory");

@@ -144,6 +144,8 @@ typedef struct sf_cuda_plan {
     bool may_fail;          /* some kernel can fail (division by zero, bad index) */
     bool pdl;               /* kernels wait for their predecessors (default; tuning pdl=0
                                off): launch them with programmatic stream serialization */
+    bool pdl_first;         /* the run's first kernel too (no kernel reads memory before
+                               its wait; tuning pdl_first=0 off): cuda_codegen.c */
     int8_t *vkind;          /* per value: SF_CUV_* */
     bool *direct_ok;        /* per value: its producer writes it whole (may go to the
                                caller's output directly) */

@@ -613,6 +613,19 @@ static void build_programs(void) {
         out(p, "y", T_SUM);
         finish(p);
     }
+    /* the stage filled by bulk copies, a warp's run at a time (row_bulk=1, an experiment;
+     * forward row kernels on sm_90): look-back rows with prefix chains, float16, inputs
+     * of three widths (the 1-byte strips from global memory), one-tile rows beside
+     * weights read by every row, a row ending mid-warp */
+    prog_scans(SCANFUSE_FLOAT32, S1(3000003), 0, "row_bulk=1", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_bulk=1,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_bulk=1", G_DEFAULT);
+    prog_raw("input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40001]\n"
+             "s = add(add(cast(c, int64), d), cast(e, int64))\ny = cumsum(s, dim=1, exclusive=true)\noutput y\n",
+             T_EXACT)->tune = "row_bulk=1";
+    prog_raw("input x: bfloat16[64, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=1), bfloat16)\n"
+             "output y\n", T_SUM)->tune = "row_bulk=1";
+    prog_raw("input x: float32[5, 8000]\ny = cumsum(x, dim=1)\noutput y\n", T_SUM)->tune = "row_bulk=1,row_stage1=1";
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* look-back rows are staged in shared memory (cp.async) by default; the register
      * tiles of 512 threads without staging (row_stage=0) */
@@ -2141,6 +2154,70 @@ done:
     scanfuse_fusion_free(f);
 }
 
+/* Runs queued back to back, each reading the previous one's output and writing the
+ * buffer the run before it read (A -> B -> A -> ...), with no wait between them: with
+ * pdl_first (the default) a run's first kernel may launch while the previous run's last
+ * one is still running, and must wait for it before it reads or writes.  int32 cumsums
+ * wrap, so any number of runs has an exact answer (uint32 arithmetic on the host).  A
+ * look-back row (2^22 elements, 6 runs) and a column scan of [2048, 128] (20 runs, short
+ * kernels: the most overlap). */
+static void chained_runs(void) {
+    static const struct { const char *text; int64_t rows, cols; int dim, runs; } cs[] = {
+        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6},
+        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20},
+    };
+    for (int c = 0; c < (int)(sizeof cs / sizeof cs[0]); c++) {
+        const int64_t rows = cs[c].rows, cols = cs[c].cols, n = rows * cols;
+        scanfuse_fusion *f = NULL;
+        scanfuse_program *pr = compile_prog(cs[c].text, SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+        bool ok = pr && scanfuse_program_status(pr) == SCANFUSE_OK;
+        CHECKF(ok, "chained runs: compile: %s", pr ? scanfuse_program_error(pr) : "no program");
+        uint32_t *h = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+        void *d[2] = {NULL, NULL};
+        char msg[SF_ERR_LEN];
+        if (!ok || !h || !got || sf_cuda_alloc(0, (size_t)n * 4, &d[0], msg, sizeof msg) != SCANFUSE_OK ||
+            sf_cuda_alloc(0, (size_t)n * 4, &d[1], msg, sizeof msg) != SCANFUSE_OK) {
+            CHECKF(ok, "chained runs: no memory");
+            goto next;
+        }
+        sf_test_rng r;
+        sf_test_rng_seed(&r, 79 + (uint64_t)c);
+        for (int64_t i = 0; i < n; i++) h[i] = (uint32_t)(sf_test_rng_next(&r) % 5);
+        sf_cuda_copy_to_device(0, d[0], h, (size_t)n * 4, msg, sizeof msg);
+        int64_t shape[2] = {rows, cols};
+        const int nd = rows == 1 ? 1 : 2;
+        const int64_t *sh = rows == 1 ? shape + 1 : shape;
+        for (int k = 0; k < cs[c].runs; k++) {
+            scanfuse_dl_tensor tx = {d[k % 2], {SCANFUSE_DL_CUDA, 0}, nd, {SCANFUSE_DL_INT, 32, 1}, (int64_t *)sh, NULL, 0};
+            scanfuse_dl_tensor ty = tx;
+            ty.data = d[(k + 1) % 2];
+            CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
+            /* the same on the host, along the scanned dim */
+            for (int64_t o = 0; o < (cs[c].dim == 0 ? cols : 1); o++) {
+                uint32_t s = 0;
+                const int64_t len = cs[c].dim == 0 ? rows : cols, step = cs[c].dim == 0 ? cols : 1;
+                for (int64_t t = 0; t < len; t++) {
+                    s += h[o + t * step];
+                    h[o + t * step] = s;
+                }
+            }
+        }
+        sf_cuda_copy_to_host(0, got, d[cs[c].runs % 2], (size_t)n * 4, msg, sizeof msg);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += got[i] != h[i];
+        CHECKF(bad == 0, "chained runs (%s): %lld outputs wrong after %d runs", cs[c].text, (long long)bad, cs[c].runs);
+        printf("chained runs: %d runs of a %s int32 cumsum back to back: %s\n", cs[c].runs,
+               rows == 1 ? "2^22-element" : "[2048, 128] dim 0", bad == 0 ? "ok" : "WRONG");
+    next:
+        sf_cuda_free(0, d[0]);
+        sf_cuda_free(0, d[1]);
+        free(h);
+        free(got);
+        scanfuse_program_free(pr);
+        scanfuse_fusion_free(f);
+    }
+}
+
 /* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
 static void big(void) {
     const int64_t n = ((int64_t)1 << 31) + 7;
@@ -2239,6 +2316,7 @@ static void part_b(void) {
         determinism();
         lookback_variants();
         expanded_inputs();
+        chained_runs();
         const char *b = getenv("SF_CUDA_TEST_BIG");
         if (b && strcmp(b, "1") == 0) big();
     }
