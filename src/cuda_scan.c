@@ -290,70 +290,6 @@ static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
     return len > 1 && vd >= 0 && vd < v->ndim && v->shape[vd] == len;
 }
 
-/* Io::stage by bulk copies (tuning row_bulk=1, an experiment; sm_90, forward row
- * kernels): instead of every thread copying its own strips by cp.async, lane 0 of each
- * warp copies the warp's whole run of the tile (32 * ITEMS consecutive steps, one
- * cp.async.bulk an input) through the TMA unit, completing on an mbarrier of the warp.
- * The question it answers: whether the look-back's polls and the ticket wait behind the
- * tile loads in the SM's load queue (bench/NOTES.md, session 14).  sf_row_scan calls
- * stage<V> for the thread's strips k = 0 .. K-1 in order: at k = 0 the warp meets
- * (its lanes are done with the previous tile's stage), lane 0 initializes the barrier,
- * expects the bytes and issues the copies; at k = K-1 the warp meets again (the barrier
- * is initialized), every lane waits for phase 0, and lane 0 invalidates the barrier
- * once all have seen it, so the next tile starts from a fresh one.  fast_span decides
- * for the whole warp (the last lane's last strip in range, each staged input's run
- * 16-byte aligned), so all 32 lanes come here or none does.  Without sm_90 (the CPU
- * emulator) lane 0 copies the bytes and the second meeting orders them. */
-static void emit_bulk_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ld_ops,
-                            int dim, const int *stg) {
-    sf_buf_puts(src,
-                "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-                "static __device__ __forceinline__ u32 bulk_sa(const void* p) {\n"
-                "u64 sa;\nasm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(sa) : \"l\"(p));\nreturn (u32)sa;\n}\n"
-                "#endif\n"
-                "static __device__ __forceinline__ void bulk_g2s(char* s, const void* g, u32 nb, u64* mb) {\n"
-                "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-                "asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\" "
-                "::\"r\"(bulk_sa(s)), \"l\"(g), \"r\"(nb), \"r\"(bulk_sa(mb)) : \"memory\");\n"
-                "#else\n(void)mb;\nfor (u32 i = 0; i < nb; ++i) s[i] = ((const char*)g)[i];\n#endif\n}\n"
-                "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n"
-                "(void)len;\n__shared__ __align__(8) u64 s_mb[32];\n"
-                "const int lane = (int)(threadIdx.x & 31), items = ts / (int)blockDim.x, run = 32 * items;\n"
-                "const int rw = (int)(threadIdx.x >> 5) * run, k = (rel - rw - lane * N) / (32 * N);\n"
-                "const i64 tw = t0 - (rel - rw);\nu64* mb = &s_mb[threadIdx.x >> 5];\n"
-                "if (k == 0) {\n__syncwarp();\nif (lane == 0) {\nu32 nb = 0;\n");
-    for (int op = 0; op < k->nops; op++) {
-        if (!(ld_ops >> op & 1u) || k->ops[op].out || stg[op] < 0) continue;
-        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) nb += (u32)run * (u32)sizeof(%s);\n",
-                      raw, op, dim, raw);
-    }
-    sf_buf_puts(src,
-                "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-                "asm volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\" ::\"r\"(bulk_sa(mb)) : \"memory\");\n"
-                "asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
-                "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
-                "asm volatile(\"{\\n.reg .b64 st;\\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\\n}\" "
-                "::\"r\"(bulk_sa(mb)), \"r\"(nb) : \"memory\");\n"
-                "#else\n(void)nb;\n#endif\n");
-    for (int op = 0; op < k->nops; op++) {
-        if (!(ld_ops >> op & 1u) || k->ops[op].out || stg[op] < 0) continue;
-        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) bulk_g2s(s + %d * ts + rw * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + tw), (u32)run * (u32)sizeof(%s), mb);\n",
-                      raw, op, dim, stg[op], raw, raw, op, op, raw);
-    }
-    sf_buf_puts(src,
-                "}\n}\n"
-                "if (k == items / N - 1) {\n__syncwarp();\n"
-                "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-                "u32 done = 0;\n"
-                "do asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\\nselp.u32 %0, 1, 0, p;\\n}\" "
-                ": \"=r\"(done) : \"r\"(bulk_sa(mb)) : \"memory\");\nwhile (!done);\n"
-                "__syncwarp();\n"
-                "if (lane == 0) asm volatile(\"mbarrier.inval.shared::cta.b64 [%0];\" ::\"r\"(bulk_sa(mb)) : \"memory\");\n"
-                "#endif\n}\n}\n");
-}
-
 /* The Io struct of a scan kernel.  Returns false when an operand did not fit.  *sb: the
  * bytes a step of the inputs Io::stage copies (SB); *nbc: how many inputs of a row
  * kernel are read again by every row while varying along the scan (not staged). */
@@ -549,22 +485,16 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         if (row_kernel) sb = rsb;
         sf_buf_printf(src, "static constexpr int SB = %d; /* staged bytes a step */\n", sb);
         *sbp = sb;
-        /* row_bulk=1 (an experiment, sm_90): see emit_bulk_stage */
-        bool bulk = row_kernel && !rev && g->pl->arch >= 90 && sf_cg_tune("row_bulk", 0) == 1;
-        if (bulk) {
-            emit_bulk_stage(src, f, k, ld_ops, dim, stg);
-        } else {
-            sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n");
-            sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
-            for (int op = 0; op < k->nops; op++) {
-                if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
-                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-                if (stg[op] < 0) continue;
-                sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) sf_cp_async<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
-                              raw, op, dim, raw, stg[op], raw, raw, op, op);
-            }
-            sf_buf_puts(src, "}\n");
+        sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n");
+        sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
+        for (int op = 0; op < k->nops; op++) {
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            if (stg[op] < 0) continue;
+            sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) sf_cp_async<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                          raw, op, dim, raw, stg[op], raw, raw, op, op);
         }
+        sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
         emit_vec_loads(src, f, k, ld_ops, dim, mode, stg);
@@ -577,12 +507,8 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
          * input that varies along the scan, is contiguous and aligned at t0; stride is a
          * multiple of N, so the alignment holds for every strip. */
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ bool fast_span(const sf_args& a, const B& b, i64 len, i64 t0, i64 stride, int count) {\n");
-        if (bulk) /* the warp's last strip (the warp takes the staged path or not as one) */
-            sf_buf_puts(src, "const i64 tl = t0 + (i64)(31 - (int)(threadIdx.x & 31)) * N + (i64)(count - 1) * stride;\n"
-                             "if (tl + N > len) return false;\nconst i64 plo = t0;\nbool fast = true;\n");
-        else
-            sf_buf_printf(src, "const i64 tl = t0 + (i64)(count - 1) * stride;\nif (tl + N > len) return false;\nconst i64 plo = %s;\nbool fast = true;\n",
-                          rev ? "len - tl - N" : "t0");
+        sf_buf_printf(src, "const i64 tl = t0 + (i64)(count - 1) * stride;\nif (tl + N > len) return false;\nconst i64 plo = %s;\nbool fast = true;\n",
+                      rev ? "len - tl - N" : "t0");
         uint32_t all = ld_ops | st_ops;
         for (int op = 0; op < k->nops; op++) {
             if (!(all >> op & 1u)) continue;
@@ -597,13 +523,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                 sf_buf_printf(src, "fast = fast && (a.st[%d][%d] == 0 || (a.st[%d][%d] == 1 && sf_valigned<%s, N>((%s*)a.ptr[%d] + (b.o[%d] + plo))));\n",
                               op, dim, op, dim, raw, raw, op, op);
         }
-        if (bulk) /* bulk copies start 16-byte aligned (the warp's first step) */
-            for (int op = 0; op < k->nops; op++) {
-                if (!(ld_ops >> op & 1u) || k->ops[op].out || stg[op] < 0) continue;
-                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-                sf_buf_printf(src, "fast = fast && (a.st[%d][%d] != 1 || ((u64)((const %s*)a.ptr[%d] + (b.o[%d] + t0 - (i64)(threadIdx.x & 31) * N)) & 15) == 0);\n",
-                              op, dim, raw, op, op);
-            }
         sf_buf_puts(src, "return fast;\n}\n");
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);
         sf_buf_puts(src, "};\n");

@@ -613,19 +613,6 @@ static void build_programs(void) {
         out(p, "y", T_SUM);
         finish(p);
     }
-    /* the stage filled by bulk copies, a warp's run at a time (row_bulk=1, an experiment;
-     * forward row kernels on sm_90): look-back rows with prefix chains, float16, inputs
-     * of three widths (the 1-byte strips from global memory), one-tile rows beside
-     * weights read by every row, a row ending mid-warp */
-    prog_scans(SCANFUSE_FLOAT32, S1(3000003), 0, "row_bulk=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_bulk=1,row_g=2,row_g2=3", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_bulk=1", G_DEFAULT);
-    prog_raw("input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40001]\n"
-             "s = add(add(cast(c, int64), d), cast(e, int64))\ny = cumsum(s, dim=1, exclusive=true)\noutput y\n",
-             T_EXACT)->tune = "row_bulk=1";
-    prog_raw("input x: bfloat16[64, 8192]\ninput w: float32[8192]\ny = cast(cumsum(mul(cast(x, float32), w), dim=1), bfloat16)\n"
-             "output y\n", T_SUM)->tune = "row_bulk=1";
-    prog_raw("input x: float32[5, 8000]\ny = cumsum(x, dim=1)\noutput y\n", T_SUM)->tune = "row_bulk=1,row_stage1=1";
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* look-back rows are staged in shared memory (cp.async) by default; the register
      * tiles of 512 threads without staging (row_stage=0) */

@@ -8,7 +8,7 @@
 # small groups, whose tiles fold the previous group's tile aggregates (lb_ga=1, the
 # default) or wait for its aggregate (lb_ga=0), the vector loads' one path an input
 # for every row kernel (row_io1=1) or none (row_io1=0; the default: kernels of two or
-# more inputs), the stage filled by bulk copies a warp at a time (row_bulk=1),
+# more inputs),
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
 # (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
@@ -32,8 +32,7 @@ fail=0
 n=0
 for prog in f32 i64rows f16 cummax fused widths; do
     for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
-                row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0 \
-                row_bulk=1,row_g=2,row_g2=3; do
+                row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
         n=$((n + 1))
         if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
             echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
@@ -62,7 +61,7 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "coli pdl=1" "coli lb_ticket=0,lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 pdl=1" "bfw4 row_stage1=0" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
-            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1" "bfw row_bulk=1" "one row_bulk=1,row_stage1=1"; do
+            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
