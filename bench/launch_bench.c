@@ -20,8 +20,10 @@
  * --profile samples the run row's host time with SIGPROF (10 kHz) and prints where the
  * samples fell: the driver library, libc, or a function of this executable
  * (addr2line, when the machine has it).  SCANFUSE_CUDA_DRIVER names another driver
- * library (the same variable the library reads): with a stub driver the run row is
- * scanfuse's own host path alone.  Not a test: it reports, it never fails on a figure.
+ * library (the same variable the library reads): with the stub driver the tests use
+ * (build/libsf_cuda_stub.so, tests/cuda_stub_driver.c: launches run nothing) the run
+ * row is scanfuse's own host path alone, on any machine.  Not a test: it reports, it
+ * never fails on a figure.
  */
 #define _GNU_SOURCE
 #include <scanfuse.h>

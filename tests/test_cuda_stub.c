@@ -1,0 +1,176 @@
+/*
+ * test_cuda_stub.c — the CUDA backend's host side, run end to end on a machine without
+ * a GPU: the driver is tests/cuda_stub_driver.c (SCANFUSE_CUDA_DRIVER), whose launches
+ * run nothing but are counted, so what is checked here is everything scanfuse does
+ * around the kernels, with NVRTC compiling the programs for real:
+ *   - bad tensors (misaligned, on the CPU, wrong dtype, dims or sizes, NULL data,
+ *     negative strides, an output of stride 0, the wrong number of tensors) get their
+ *     status and message and launch nothing, and the program runs afterwards;
+ *   - a run launches the kernels of its plan, the first one by programmatic dependent
+ *     launch unless pdl_first=0; an output that overlaps an input is staged and copied
+ *     out (one more kernel);
+ *   - a program that can fail at run time reads the error flags back: clean flags give
+ *     SCANFUSE_OK, a flag set by the "kernel" gives SCANFUSE_ERROR_VALUE with the
+ *     division-by-zero message;
+ *   - an empty tensor launches nothing.
+ * The kernels themselves are checked on a GPU by test_cuda, and in the CPU emulator.
+ * Skips (passing) when NVRTC cannot be loaded.
+ */
+#include "harness.h"
+#include "sf.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SF_CUDA_STUB_PATH
+#error "SF_CUDA_STUB_PATH: the stub driver library (CMakeLists.txt)"
+#endif
+
+static unsigned long *launches;
+static int *launch_pdl, *dtoh_fill;
+
+static scanfuse_program *compile_cuda(const char *text, const char *tune) {
+    scanfuse_fusion *f = scanfuse_parse(text, "<stub>");
+    CHECKF(scanfuse_fusion_status(f) == SCANFUSE_OK, "parse: %s", scanfuse_fusion_error(f));
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    if (tune) setenv("SCANFUSE_CUDA_TUNE", tune, 1);
+    scanfuse_program *p = scanfuse_compile(f, &o);
+    if (tune) unsetenv("SCANFUSE_CUDA_TUNE");
+    scanfuse_fusion_free(f);
+    CHECKF(scanfuse_program_status(p) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(p));
+    return p;
+}
+
+static scanfuse_dl_tensor f32_tensor(void *data, int ndim, int64_t *shape, int64_t *strides) {
+    scanfuse_dl_tensor t = {data, {SCANFUSE_DL_CUDA, 0}, ndim, {SCANFUSE_DL_FLOAT, 32, 1}, shape, strides, 0};
+    return t;
+}
+
+/* One run of p that must fail with `want` and a message containing `words`, launching
+ * nothing. */
+static void bad_run(scanfuse_program *p, const scanfuse_dl_tensor *in, int nin, const scanfuse_dl_tensor *out,
+                    int nout, scanfuse_status want, const char *words) {
+    unsigned long before = *launches;
+    CHECK_STATUS(scanfuse_run(p, in, nin, out, nout), want);
+    CHECKF(sf_test_contains(scanfuse_program_error(p), words), "message '%s' lacks '%s'",
+           scanfuse_program_error(p), words);
+    CHECK_EQ_INT(*launches, before);
+}
+
+static void bad_tensors(void *dx, void *dy) {
+    scanfuse_program *p = compile_cuda("input x: float32[1000]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
+    int64_t shape[1] = {1000}, other[1] = {999}, neg[1] = {-1}, zero[1] = {0}, two[2] = {1000, 1};
+    scanfuse_dl_tensor x = f32_tensor(dx, 1, shape, NULL), y = f32_tensor(dy, 1, shape, NULL);
+    scanfuse_dl_tensor t = x;
+    t.data = (char *)dx + 2;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_ARGUMENT, "aligned");
+    t = y;
+    t.byte_offset = 1;
+    bad_run(p, &x, 1, &t, 1, SCANFUSE_ERROR_ARGUMENT, "aligned");
+    t = x;
+    t.device.device_type = SCANFUSE_DL_CPU;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_DEVICE, "is on cpu");
+    t = x;
+    t.dtype.bits = 64;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_DTYPE, "float64");
+    t = x;
+    t.ndim = 2;
+    t.shape = two;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_SHAPE, "dims");
+    t = x;
+    t.shape = other;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_SHAPE, "size 999");
+    t = x;
+    t.data = NULL;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_ARGUMENT, "NULL data");
+    t = x;
+    t.strides = neg;
+    bad_run(p, &t, 1, &y, 1, SCANFUSE_ERROR_ARGUMENT, "negative stride");
+    t = y;
+    t.strides = zero;
+    bad_run(p, &x, 1, &t, 1, SCANFUSE_ERROR_ARGUMENT, "stride 0");
+    bad_run(p, &x, 0, &y, 1, SCANFUSE_ERROR_ARGUMENT, "inputs given");
+    bad_run(p, &x, 1, &y, 2, SCANFUSE_ERROR_ARGUMENT, "outputs given");
+    /* the program is not spoiled by the failures */
+    unsigned long before = *launches;
+    CHECK_STATUS(scanfuse_run(p, &x, 1, &y, 1), SCANFUSE_OK);
+    CHECK_EQ_INT(*launches, before + 1);
+    scanfuse_program_free(p);
+}
+
+static void launches_and_pdl(void *dx, void *dy) {
+    int64_t shape[1] = {1000};
+    scanfuse_dl_tensor x = f32_tensor(dx, 1, shape, NULL), y = f32_tensor(dy, 1, shape, NULL);
+    static const char text[] = "input x: float32[1000]\ny = cumsum(x, dim=0)\noutput y\n";
+    for (int variant = 0; variant < 2; variant++) {
+        scanfuse_program *p = compile_cuda(text, variant ? "pdl_first=0" : NULL);
+        *launches = 0;
+        CHECK_STATUS(scanfuse_run(p, &x, 1, &y, 1), SCANFUSE_OK);
+        CHECK_EQ_INT(*launches, 1);
+        CHECKF(launch_pdl[0] == (variant ? 0 : 1), "first launch %s PDL under %s", launch_pdl[0] ? "with" : "without",
+               variant ? "pdl_first=0" : "the defaults");
+        /* in place: the output overlaps the input, so it is staged, then copied out by a
+         * second kernel, launched by PDL after the first */
+        *launches = 0;
+        CHECK_STATUS(scanfuse_run(p, &x, 1, &x, 1), SCANFUSE_OK);
+        CHECK_EQ_INT(*launches, 2);
+        CHECK_EQ_INT(launch_pdl[1], 1);
+        scanfuse_program_free(p);
+    }
+    /* an empty tensor: nothing to launch */
+    scanfuse_program *p = compile_cuda("input x: float32[0, 4]\ny = cumsum(x, dim=1)\noutput y\n", NULL);
+    int64_t empty[2] = {0, 4};
+    scanfuse_dl_tensor ex = f32_tensor(dx, 2, empty, NULL), ey = f32_tensor(dy, 2, empty, NULL);
+    *launches = 0;
+    CHECK_STATUS(scanfuse_run(p, &ex, 1, &ey, 1), SCANFUSE_OK);
+    CHECK_EQ_INT(*launches, 0);
+    scanfuse_program_free(p);
+}
+
+static void runtime_errors(void *da, void *db, void *dy) {
+    scanfuse_program *p = compile_cuda("input a: int32[64]\ninput b: int32[64]\ny = floor_divide(a, b)\noutput y\n", NULL);
+    int64_t shape[1] = {64};
+    scanfuse_dl_tensor in[2] = {{da, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_INT, 32, 1}, shape, NULL, 0},
+                                {db, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_INT, 32, 1}, shape, NULL, 0}};
+    scanfuse_dl_tensor y = {dy, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_INT, 32, 1}, shape, NULL, 0};
+    /* the flags are cleared before the kernels and read back after them */
+    CHECK_STATUS(scanfuse_run(p, in, 2, &y, 1), SCANFUSE_OK);
+    *dtoh_fill = 1; /* every flag reads as set */
+    CHECK_STATUS(scanfuse_run(p, in, 2, &y, 1), SCANFUSE_ERROR_VALUE);
+    CHECKF(sf_test_contains(scanfuse_program_error(p), "division by zero"), "message: %s",
+           scanfuse_program_error(p));
+    *dtoh_fill = -1;
+    CHECK_STATUS(scanfuse_run(p, in, 2, &y, 1), SCANFUSE_OK);
+    scanfuse_program_free(p);
+}
+
+int main(void) {
+    setenv("SCANFUSE_CUDA_DRIVER", SF_CUDA_STUB_PATH, 1);
+    char msg[SF_ERR_LEN];
+    if (sf_cuda_nvrtc_probe(msg, sizeof msg) != SCANFUSE_OK) {
+        printf("SKIP test_cuda_stub: no NVRTC to compile the programs with: %s\n", msg);
+        return sf_test_finish("test_cuda_stub");
+    }
+    /* the loader opens the same library, so these are the stub's own variables */
+    void *lib = dlopen(SF_CUDA_STUB_PATH, RTLD_NOW | RTLD_LOCAL);
+    CHECKF(lib != NULL, "dlopen %s: %s", SF_CUDA_STUB_PATH, dlerror());
+    if (!lib) return sf_test_finish("test_cuda_stub");
+    launches = dlsym(lib, "stub_launches");
+    launch_pdl = dlsym(lib, "stub_launch_pdl");
+    dtoh_fill = dlsym(lib, "stub_dtoh_fill");
+    CHECK(launches && launch_pdl && dtoh_fill);
+    CHECK_STATUS(sf_cuda_probe(0, msg, sizeof msg), SCANFUSE_OK);
+    CHECKF(sf_test_contains(msg, "stub"), "probe: %s", msg);
+    void *d[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) CHECK_STATUS(sf_cuda_alloc(0, 4096, &d[i], msg, sizeof msg), SCANFUSE_OK);
+    if (launches && launch_pdl && dtoh_fill && d[0] && d[1] && d[2]) {
+        bad_tensors(d[0], d[1]);
+        launches_and_pdl(d[0], d[1]);
+        runtime_errors(d[0], d[1], d[2]);
+    }
+    for (int i = 0; i < 3; i++) sf_cuda_free(0, d[i]);
+    return sf_test_finish("test_cuda_stub");
+}
