@@ -60,10 +60,19 @@ sf_CUresult cuDeviceGetName(char *name, int len, sf_CUdevice d) {
 sf_CUresult cuCtxGetCurrent(sf_CUcontext *c) { *c = current; return 0; }
 sf_CUresult cuCtxSetCurrent(sf_CUcontext c) { current = c; return 0; }
 sf_CUresult cuCtxGetDevice(sf_CUdevice *d) { *d = 0; return current ? 0 : 201; /* INVALID_CONTEXT */ }
-sf_CUresult cuCtxPushCurrent_v2(sf_CUcontext c) { current = c; return 0; }
+/* the thread's context stack, as the driver keeps it (one thread here) */
+static sf_CUcontext below[16];
+static int depth;
+sf_CUresult cuCtxPushCurrent_v2(sf_CUcontext c) {
+    if (depth == 16) return 1;
+    below[depth++] = current;
+    current = c;
+    return 0;
+}
 sf_CUresult cuCtxPopCurrent_v2(sf_CUcontext *c) {
+    if (!current) return 201; /* INVALID_CONTEXT */
     if (c) *c = current;
-    current = NULL;
+    current = depth > 0 ? below[--depth] : NULL;
     return 0;
 }
 sf_CUresult cuCtxSynchronize(void) { return 0; }
