@@ -796,7 +796,12 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * 130-210 bytes there: 0.918 -> 0.616 for float32 rows of 8192, 0.653 -> 0.521
          * for the fused bfloat16 chain. */
         bool lean = !lb && !stage && sk.tsize <= 8 && count_inputs(k) == 1 && items / vec <= 4;
-        int minb = sf_cg_tune("row_minb", stage || lean ? 6 : 4);
+        /* Staged one-tile rows beside an input read again by every row (the fused
+         * chain's weights): 5 blocks an SM, 48 registers, 8 bytes spilled, against 6 at
+         * 40 registers with 56 spilled, whose spill traffic shares the L1 with the
+         * weights.  H200, NOTES session 14 run 3, the fused bfloat16 chain in one run:
+         * 0.725 -> 0.756 of copy. */
+        int minb = sf_cg_tune("row_minb", stage && !lb && nbc > 0 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
