@@ -886,8 +886,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
         /* row_pf=1 (an experiment): staged one-tile rows in a persistent grid that copies
-         * each block's next row into a second stage while it scans the current one */
-        if (!lb && stage && sf_cg_tune("row_pf", 0) == 1) {
+         * each block's next row into a second stage while it scans the current one (both
+         * stages in the 48 KB of static shared memory a block) */
+        if (!lb && stage && sf_cg_tune("row_pf", 0) == 1 && 2 * (int64_t)threads * items * inb <= 45056) {
             if (!g->row_pf) sf_buf_puts(src, row_pf_text);
             g->row_pf = true;
             int64_t cap = (int64_t)sms * bps;
