@@ -169,7 +169,6 @@ typedef struct sf_cg {
     int sms;
     bool *in_seg; /* per node: a compute node of the segment being emitted */
     int seg;      /* the segment being emitted */
-    bool row_pf;  /* sf_row_scan_pf's text is in the source (cuda_scan.c) */
 } sf_cg;
 
 /* An element context: where the code being emitted stands in the kernel's iteration

@@ -290,72 +290,6 @@ static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
     return len > 1 && vd >= 0 && vd < v->ndim && v->shape[vd] == len;
 }
 
-/* One-tile rows staged in shared memory (sf_row_scan's STAGE, no look-back) in a
- * persistent grid whose blocks take rows in turn, two stages a block (tuning row_pf=1,
- * an experiment): each thread copies its strips of the block's next row into the other
- * stage (cp.async, a group of its own) before it scans the current row, and waits for
- * the current row's group only, so one row's loads are in flight during the previous
- * row's passes, without registers to hold them.  Rows have no look-back, so the order
- * the blocks take them in does not matter.  Each thread reads only the strips it copied
- * (as in sf_row_scan), and it reads a stage only after its own copies into it landed
- * and copies into it only after its own reads of the row before: no barrier guards the
- * stages.  The same folds as sf_row_scan, so the same bits.  Emitted into a source only
- * when one of its kernels uses it. */
-static const char row_pf_text[] =
-    "__device__ __forceinline__ void sf_pf_commit() {\n"
-    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
-    "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
-    "#endif\n"
-    "}\n"
-    "__device__ __forceinline__ void sf_pf_wait_all_but_one() {\n"
-    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
-    "    asm volatile(\"cp.async.wait_group 1;\" ::: \"memory\");\n"
-    "#endif\n"
-    "}\n"
-    "template <class Op, class Io, int THREADS, int ITEMS, int V, bool EXCL>\n"
-    "__device__ __forceinline__ void sf_row_scan_pf(const sf_args& a, i64 rows, i64 len) {\n"
-    "    typedef typename Op::T T;\n"
-    "    constexpr int K = ITEMS / V, TS = THREADS * ITEMS;\n"
-    "    __shared__ T s_warp[THREADS / 32];\n"
-    "    __shared__ __align__(16) char s_stage[2][TS * Io::SB > 0 ? TS * Io::SB : 16];\n"
-    "    const i64 t0 = (i64)(threadIdx.x >> 5) * (32 * ITEMS) + (i64)(threadIdx.x & 31) * V;\n"
-    "    const int rel = (int)t0;\n"
-    "    /* the copies of row r into stage s; whether row r takes the staged path */\n"
-    "    auto issue = [&](i64 r, char* s) -> bool {\n"
-    "        typename Io::B b;\n"
-    "        Io::base(a, r, b);\n"
-    "        const bool fast = Io::template fast_span<V>(a, b, len, t0, 32 * V, K);\n"
-    "        if (fast)\n"
-    "#pragma unroll\n"
-    "            for (int k = 0; k < K; ++k)\n"
-    "                Io::template stage<V>(a, b, len, t0 + (i64)k * (32 * V), s, rel + k * (32 * V), TS);\n"
-    "        sf_pf_commit();\n"
-    "        return fast;\n"
-    "    };\n"
-    "    i64 r = blockIdx.x;\n"
-    "    if (r >= rows) return;\n"
-    "    bool fast = issue(r, s_stage[0]);\n"
-    "    for (int cur = 0; r < rows; r += gridDim.x, cur ^= 1) {\n"
-    "        bool fastn = false;\n"
-    "        if (r + gridDim.x < rows) {\n"
-    "            fastn = issue(r + gridDim.x, s_stage[cur ^ 1]);\n"
-    "            sf_pf_wait_all_but_one();\n"
-    "        } else {\n"
-    "            sf_cp_async_wait();\n"
-    "        }\n"
-    "        typename Io::B b;\n"
-    "        Io::base(a, r, b);\n"
-    "        sf_row_e<T, K, THREADS, false> e;\n"
-    "        T carry, tot;\n"
-    "        if (fast) sf_row_pass_one<Op, Io, V, K, false, decltype(e), true>(a, b, len, t0, e, carry, s_stage[cur], rel, TS);\n"
-    "        else sf_row_pass_one<Op, Io, V, K, true>(a, b, len, t0, e, carry);\n"
-    "        const T pre = sf_block_excl_warps<Op, THREADS>(carry, s_warp, tot);\n"
-    "        if (fast) sf_row_pass_two<Op, Io, V, K, EXCL, false, decltype(e), true>(a, b, len, t0, e, pre, s_stage[cur], rel, TS);\n"
-    "        else sf_row_pass_two<Op, Io, V, K, EXCL, true>(a, b, len, t0, e, pre);\n"
-    "        fast = fastn;\n"
-    "    }\n"
-    "}\n\n";
-
 /* The Io struct of a scan kernel.  Returns false when an operand did not fit.  *sb: the
  * bytes a step of the inputs Io::stage copies (SB); *nbc: how many inputs of a row
  * kernel are read again by every row while varying along the scan (not staged). */
@@ -885,21 +819,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
-        /* row_pf=1 (an experiment): staged one-tile rows in a persistent grid that copies
-         * each block's next row into a second stage while it scans the current one (both
-         * stages in the 48 KB of static shared memory a block) */
-        if (!lb && stage && sf_cg_tune("row_pf", 0) == 1 && 2 * (int64_t)threads * items * inb <= 45056) {
-            if (!g->row_pf) sf_buf_puts(src, row_pf_text);
-            g->row_pf = true;
-            int64_t cap = (int64_t)sms * bps;
-            k->grid = sf_cg_grid(rows < cap ? rows : cap);
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan_pf<%s::Op, %s, %d, %d, %d, %s>(a, %lldll, %lldll);\n}\n\n",
-                          threads, bps, ki, io, io, threads, items, vec, excl ? "true" : "false", (long long)rows,
-                          (long long)len);
-            return SCANFUSE_OK;
-        }
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748

@@ -613,15 +613,6 @@ static void build_programs(void) {
         out(p, "y", T_SUM);
         finish(p);
     }
-    /* staged one-tile rows in a persistent grid that copies each block's next row in
-     * while it scans the current one (row_pf=1): more rows than the grid has blocks
-     * (660 on an H200), weights read by every row, reversed, rows ending mid-strip */
-    prog_raw("input x: bfloat16[1000, 4096]\ninput w: float32[4096]\ny = cast(cumsum(mul(cast(x, float32), w), dim=1), bfloat16)\n"
-             "output y\n", T_SUM)->tune = "row_pf=1";
-    prog_raw("input x: bfloat16[800, 4096]\ninput w: float32[4096]\ny = cumsum(mul(cast(x, float32), w), dim=1, reverse=true)\n"
-             "output y\n", T_SUM)->tune = "row_pf=1";
-    prog_raw("input x: float32[1700, 3001]\ny = cumsum(x, dim=1, exclusive=true)\nz, i = cummax(x, dim=1)\noutput y, z, i\n",
-             T_SUM)->tune = "row_pf=1,row_stage1=1";
     prog_scans(SCANFUSE_UINT8, S2(3, 9000), 1, "row_items=2", G_FULL); /* V = ITEMS = 2 */
     /* look-back rows are staged in shared memory (cp.async) by default; the register
      * tiles of 512 threads without staging (row_stage=0) */

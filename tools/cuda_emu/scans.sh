@@ -11,8 +11,7 @@
 # more inputs),
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
-# (row_stage1=1), one-tile rows of 128 threads (row_threads=128), staged one-tile rows
-# whose blocks copy their next row in while they scan one (row_pf=1).  No GPU needed: a CTest
+# (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -62,8 +61,7 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "coli pdl=1" "coli lb_ticket=0,lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 pdl=1" "bfw4 row_stage1=0" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
-            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1" "bfw row_pf=1" "bfw4 row_pf=1" \
-            "one row_pf=1,row_stage1=1"; do
+            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
