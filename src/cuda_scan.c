@@ -799,8 +799,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* Staged one-tile rows beside an input read again by every row (the fused
          * chain's weights): 5 blocks an SM, 48 registers, 8 bytes spilled, against 6 at
          * 40 registers with 56 spilled, whose spill traffic shares the L1 with the
-         * weights.  H200, NOTES session 14 run 3, the fused bfloat16 chain in one run:
-         * 0.725 -> 0.756 of copy. */
+         * weights.  H200, NOTES session 14, the fused bfloat16 chain against 6 blocks in
+         * the same run: 0.725 -> 0.756 of copy (run 3), 0.715 -> 0.763 (run 4). */
         int minb = sf_cg_tune("row_minb", stage && !lb && nbc > 0 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
