@@ -98,6 +98,8 @@ typedef struct sf_cuda_driver_api {
     sf_CUresult (*cuMemsetD32Async)(sf_CUdeviceptr dst, unsigned value, size_t n,
                                     sf_CUstream stream);
     sf_CUresult (*cuStreamSynchronize)(sf_CUstream stream);
+    sf_CUresult (*cuStreamCreate)(sf_CUstream *stream, unsigned flags);
+    sf_CUresult (*cuStreamDestroy)(sf_CUstream stream);
     sf_CUresult (*cuGetErrorString)(sf_CUresult err, const char **s);
     sf_CUresult (*cuGetErrorName)(sf_CUresult err, const char **s);
 } sf_cuda_driver_api;

@@ -96,6 +96,8 @@ static void drv_load(void) {
     BIND(lib, t, cuMemsetD8, "cuMemsetD8_v2", missing);
     BIND(lib, t, cuMemsetD32Async, "cuMemsetD32Async", missing);
     BIND(lib, t, cuStreamSynchronize, "cuStreamSynchronize", missing);
+    BIND(lib, t, cuStreamCreate, "cuStreamCreate", missing);
+    BIND(lib, t, cuStreamDestroy, "cuStreamDestroy_v2", missing);
     BIND(lib, t, cuGetErrorString, "cuGetErrorString", missing);
     BIND(lib, t, cuGetErrorName, "cuGetErrorName", missing);
     if (missing) {
@@ -396,6 +398,31 @@ scanfuse_status sf_cuda_copy_on_device(int device_id, void *dst, const void *src
 scanfuse_status sf_cuda_memset(int device_id, void *dst, int byte, size_t bytes, char *msg,
                                size_t msglen) {
     return xfer(device_id, XFER_FILL, dst, NULL, byte, bytes, msg, msglen);
+}
+
+scanfuse_status sf_cuda_stream_create(int device_id, void **stream, char *msg, size_t msglen) {
+    *stream = NULL;
+    sf_cuda_ctx c;
+    scanfuse_status st = sf_cuda_ctx_enter(device_id, &c, msg, msglen);
+    if (st != SCANFUSE_OK) return st;
+    const sf_cuda_driver_api *d = sf_cuda_driver(NULL, 0);
+    sf_CUstream s = NULL;
+    sf_CUresult r = d->cuStreamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */);
+    sf_cuda_ctx_leave(&c);
+    if (r != 0) {
+        sf_cuda_errmsg(d, r, "cuStreamCreate", msg, msglen);
+        return SCANFUSE_ERROR_DEVICE;
+    }
+    *stream = s;
+    return SCANFUSE_OK;
+}
+
+void sf_cuda_stream_destroy(int device_id, void *stream) {
+    if (!stream) return;
+    sf_cuda_ctx c;
+    if (sf_cuda_ctx_enter(device_id, &c, NULL, 0) != SCANFUSE_OK) return;
+    sf_cuda_driver(NULL, 0)->cuStreamDestroy((sf_CUstream)stream);
+    sf_cuda_ctx_leave(&c);
 }
 
 scanfuse_status sf_cuda_synchronize(int device_id, char *msg, size_t msglen) {

@@ -567,6 +567,10 @@ scanfuse_status sf_cuda_memset(int device_id, void *dst, int byte, size_t bytes,
                                size_t msglen);
 /* Waits for all work of the context (cuCtxSynchronize). */
 scanfuse_status sf_cuda_synchronize(int device_id, char *msg, size_t msglen);
+/* A stream of the device's context that does not wait for the legacy default stream
+ * (cuStreamCreate with CU_STREAM_NON_BLOCKING, as PyTorch's are), and its release. */
+scanfuse_status sf_cuda_stream_create(int device_id, void **stream, char *msg, size_t msglen);
+void sf_cuda_stream_destroy(int device_id, void *stream);
 /* Generates the CUDA source of a compiled program (compiled for any device: only its
  * lowered fusion and segments are used) and compiles it with NVRTC for sm_<arch>, through
  * the kernel caches; needs NVRTC but no GPU.  *source (if non-NULL) receives the source

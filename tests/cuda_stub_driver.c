@@ -177,6 +177,7 @@ sf_CUresult cuStreamCreate(sf_CUstream *s, unsigned flags) {
     return 0;
 }
 sf_CUresult cuStreamSynchronize(sf_CUstream s) { (void)s; return 0; }
+sf_CUresult cuStreamDestroy_v2(sf_CUstream s) { return s ? 0 : 400; /* INVALID_HANDLE */ }
 sf_CUresult cuEventCreate(void **e, unsigned flags) {
     (void)flags;
     *e = &event_token;

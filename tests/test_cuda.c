@@ -2147,24 +2147,34 @@ done:
  * one is still running, and must wait for it before it reads or writes.  int32 cumsums
  * wrap, so any number of runs has an exact answer (uint32 arithmetic on the host).  A
  * look-back row (2^22 elements, 6 runs) and a column scan of [2048, 128] (20 runs, short
- * kernels: the most overlap). */
+ * kernels: the most overlap), on the legacy default stream and on a non-blocking stream
+ * of the program's (as PyTorch's are). */
 static void chained_runs(void) {
     static const struct { const char *text; int64_t rows, cols; int dim, runs; } cs[] = {
         {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6},
         {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20},
     };
-    for (int c = 0; c < (int)(sizeof cs / sizeof cs[0]); c++) {
-        const int64_t rows = cs[c].rows, cols = cs[c].cols, n = rows * cols;
-        scanfuse_fusion *f = NULL;
-        scanfuse_program *pr = compile_prog(cs[c].text, SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
-        bool ok = pr && scanfuse_program_status(pr) == SCANFUSE_OK;
-        CHECKF(ok, "chained runs: compile: %s", pr ? scanfuse_program_error(pr) : "no program");
+    char msg[SF_ERR_LEN];
+    void *stream = NULL;
+    CHECK_STATUS(sf_cuda_stream_create(0, &stream, msg, sizeof msg), SCANFUSE_OK);
+    for (int c = 0; c < 2 * (int)(sizeof cs / sizeof cs[0]); c++) {
+        const int ci = c / 2;
+        void *on = c % 2 ? stream : NULL;
+        const int64_t rows = cs[ci].rows, cols = cs[ci].cols, n = rows * cols;
+        scanfuse_fusion *f = scanfuse_parse(cs[ci].text, "<test>");
+        scanfuse_options o;
+        scanfuse_options_init(&o);
+        o.device = SCANFUSE_DEVICE_CUDA;
+        o.cuda_stream = on;
+        scanfuse_program *pr = scanfuse_compile(f, &o);
+        bool ok = scanfuse_program_status(pr) == SCANFUSE_OK && (on || c % 2 == 0);
+        CHECKF(ok, "chained runs: compile: %s", scanfuse_program_error(pr));
         uint32_t *h = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
         void *d[2] = {NULL, NULL};
-        char msg[SF_ERR_LEN];
-        if (!ok || !h || !got || sf_cuda_alloc(0, (size_t)n * 4, &d[0], msg, sizeof msg) != SCANFUSE_OK ||
+        if (!ok) goto next;
+        if (!h || !got || sf_cuda_alloc(0, (size_t)n * 4, &d[0], msg, sizeof msg) != SCANFUSE_OK ||
             sf_cuda_alloc(0, (size_t)n * 4, &d[1], msg, sizeof msg) != SCANFUSE_OK) {
-            CHECKF(ok, "chained runs: no memory");
+            CHECKF(false, "chained runs: no memory");
             goto next;
         }
         sf_test_rng r;
@@ -2173,28 +2183,32 @@ static void chained_runs(void) {
         sf_cuda_copy_to_device(0, d[0], h, (size_t)n * 4, msg, sizeof msg);
         int64_t shape[2] = {rows, cols};
         const int nd = rows == 1 ? 1 : 2;
-        const int64_t *sh = rows == 1 ? shape + 1 : shape;
-        for (int k = 0; k < cs[c].runs; k++) {
-            scanfuse_dl_tensor tx = {d[k % 2], {SCANFUSE_DL_CUDA, 0}, nd, {SCANFUSE_DL_INT, 32, 1}, (int64_t *)sh, NULL, 0};
+        int64_t *sh = rows == 1 ? shape + 1 : shape;
+        for (int k = 0; k < cs[ci].runs; k++) {
+            scanfuse_dl_tensor tx = {d[k % 2], {SCANFUSE_DL_CUDA, 0}, nd, {SCANFUSE_DL_INT, 32, 1}, sh, NULL, 0};
             scanfuse_dl_tensor ty = tx;
             ty.data = d[(k + 1) % 2];
             CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
             /* the same on the host, along the scanned dim */
-            for (int64_t o = 0; o < (cs[c].dim == 0 ? cols : 1); o++) {
+            const int64_t len = cs[ci].dim == 0 ? rows : cols, step = cs[ci].dim == 0 ? cols : 1;
+            for (int64_t q = 0; q < (cs[ci].dim == 0 ? cols : 1); q++) {
                 uint32_t s = 0;
-                const int64_t len = cs[c].dim == 0 ? rows : cols, step = cs[c].dim == 0 ? cols : 1;
                 for (int64_t t = 0; t < len; t++) {
-                    s += h[o + t * step];
-                    h[o + t * step] = s;
+                    s += h[q + t * step];
+                    h[q + t * step] = s;
                 }
             }
         }
-        sf_cuda_copy_to_host(0, got, d[cs[c].runs % 2], (size_t)n * 4, msg, sizeof msg);
+        /* the copy runs on the legacy stream, which a non-blocking stream does not order */
+        CHECK_STATUS(sf_cuda_synchronize(0, msg, sizeof msg), SCANFUSE_OK);
+        sf_cuda_copy_to_host(0, got, d[cs[ci].runs % 2], (size_t)n * 4, msg, sizeof msg);
         int64_t bad = 0;
         for (int64_t i = 0; i < n; i++) bad += got[i] != h[i];
-        CHECKF(bad == 0, "chained runs (%s): %lld outputs wrong after %d runs", cs[c].text, (long long)bad, cs[c].runs);
-        printf("chained runs: %d runs of a %s int32 cumsum back to back: %s\n", cs[c].runs,
-               rows == 1 ? "2^22-element" : "[2048, 128] dim 0", bad == 0 ? "ok" : "WRONG");
+        CHECKF(bad == 0, "chained runs (%s, %s stream): %lld outputs wrong after %d runs", cs[ci].text,
+               on ? "a non-blocking" : "the default", (long long)bad, cs[ci].runs);
+        printf("chained runs: %d runs of a %s int32 cumsum back to back on %s stream: %s\n", cs[ci].runs,
+               rows == 1 ? "2^22-element" : "[2048, 128] dim 0", on ? "a non-blocking" : "the default",
+               bad == 0 ? "ok" : "WRONG");
     next:
         sf_cuda_free(0, d[0]);
         sf_cuda_free(0, d[1]);
@@ -2203,6 +2217,7 @@ static void chained_runs(void) {
         scanfuse_program_free(pr);
         scanfuse_fusion_free(f);
     }
+    sf_cuda_stream_destroy(0, stream);
 }
 
 /* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
