@@ -40,6 +40,8 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "bench_timing.h"
+
 typedef int CUr;
 typedef unsigned long long CUptr;
 typedef struct {
@@ -123,20 +125,6 @@ static void load_driver(void) {
     SYM(ModuleGetFunction, "cuModuleGetFunction");
     SYM(LaunchKernel, "cuLaunchKernel");
     sym(&cu.LaunchKernelEx, sizeof cu.LaunchKernelEx, "cuLaunchKernelEx", 1);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* ---- what a row does once ---- */
