@@ -444,7 +444,25 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             }
             sf_buf_puts(src, "}\n");
             for (int op = 0; op < k->nops; op++)
-                if ((ops >> op & 1u) && k->ops[op].out) sf_buf_printf(src, "sf_vstore(q%d, w%d);\n", op, op);
+                if ((ops >> op & 1u) && k->ops[op].out) {
+                    /* 16-bit outputs, 8 a lane: packed into one uint4 by shifts and stored
+                     * by one st.global.v4.  Through sf_vstore (and through a plain uint4
+                     * store too) the compiler stored the first strip of a thread as four
+                     * 32-bit stores: in the fused bfloat16 chain 7/4 of the output's
+                     * sectors were written (Nsight, NOTES session 14); st16=0 keeps
+                     * sf_vstore. */
+                    if (scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 2 && sf_cg_tune("st16", 1) == 1)
+                        sf_buf_printf(src, "if constexpr (N == 8) {\nuint4 pk;\n"
+                                           "pk.x = (u32)w%d[0] | (u32)w%d[1] << 16;\npk.y = (u32)w%d[2] | (u32)w%d[3] << 16;\n"
+                                           "pk.z = (u32)w%d[4] | (u32)w%d[5] << 16;\npk.w = (u32)w%d[6] | (u32)w%d[7] << 16;\n"
+                                           "#if defined(__CUDA_ARCH__)\n"
+                                           "asm volatile(\"st.global.v4.u32 [%%0], {%%1, %%2, %%3, %%4};\" :: \"l\"(q%d), \"r\"(pk.x), \"r\"(pk.y), \"r\"(pk.z), \"r\"(pk.w));\n"
+                                           "#else\n*(uint4*)q%d = pk;\n#endif\n"
+                                           "} else sf_vstore(q%d, w%d);\n",
+                                      op, op, op, op, op, op, op, op, op, op, op, op);
+                    else
+                        sf_buf_printf(src, "sf_vstore(q%d, w%d);\n", op, op);
+                }
             if (!isst)
                 sf_buf_puts(src, "} else {\n#pragma unroll\nfor (int k = 0; k < N; ++k) v[k] = (t0 + k < len) ? ld(a, b, len, t0 + k) : Op::id();\n}\n}\n");
             else
