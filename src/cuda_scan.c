@@ -403,6 +403,17 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         for (int op = 0; op < k->nops; op++)
             mode[op] = !one_path ? VL_TEST
                      : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;
+        /* inputs of a row kernel read again by every row while varying along the scan
+         * (a weight vector; the count *nbcp gets below) */
+        int reread = 0;
+        for (int op = 0; op < k->nops; op++) {
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            bool rowk = true;
+            for (int d = dim + 1; d < nd; d++) rowk = rowk && x->shape[d] == 1;
+            const sf_value *v = &f->values[k->ops[op].value];
+            reread += rowk && sf_value_numel(v) != sf_value_numel(x) && scan_varying(v, dim, nd, x->shape[dim]);
+        }
+        const int st16 = sf_cg_tune("st16", 1);
         for (int w = 0; w < 2; w++) {
             bool isst = w == 1;
             uint32_t ops = isst ? st_ops : ld_ops;
@@ -445,13 +456,18 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             sf_buf_puts(src, "}\n");
             for (int op = 0; op < k->nops; op++)
                 if ((ops >> op & 1u) && k->ops[op].out) {
-                    /* 16-bit outputs, 8 a lane: packed into one uint4 by shifts and stored
+                    /* 16-bit outputs, 8 a lane, in rows beside an input read by every row
+                     * (the fused chain's kind): packed into one uint4 by shifts and stored
                      * by one st.global.v4.  Through sf_vstore (and through a plain uint4
                      * store too) the compiler stored the first strip of a thread as four
                      * 32-bit stores: in the fused bfloat16 chain 7/4 of the output's
-                     * sectors were written (Nsight, NOTES session 14); st16=0 keeps
-                     * sf_vstore. */
-                    if (scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 2 && sf_cg_tune("st16", 1) == 1)
+                     * sectors were written.  H200, NOTES session 14 run 6, in one run:
+                     * the fused chain 0.753 -> 0.811 of copy; the 1-D bfloat16 and
+                     * float16 scans within 1 %, bfloat16 [4096, 4096] dim 1 0.842 ->
+                     * 0.797, so those keep sf_vstore.  st16=2: every 16-bit output,
+                     * st16=0: none. */
+                    if (scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 2 &&
+                        (st16 == 2 || (st16 == 1 && reread > 0)))
                         sf_buf_printf(src, "if constexpr (N == 8) {\nuint4 pk;\n"
                                            "pk.x = (u32)w%d[0] | (u32)w%d[1] << 16;\npk.y = (u32)w%d[2] | (u32)w%d[3] << 16;\n"
                                            "pk.z = (u32)w%d[4] | (u32)w%d[5] << 16;\npk.w = (u32)w%d[6] | (u32)w%d[7] << 16;\n"
