@@ -1472,17 +1472,20 @@ static bool gather_fusable(const scanfuse_fusion *f, int s, const int *seg_of, c
  * Without the launch attribute (an older driver) the instructions return at once.
  * Returns a new source, each kernel's body with the two instructions first, except a
  * kernel whose body starts with SF_OWN_PDL: it waits where it must itself (the MoE
- * combine loads input rows first, cuda_combine.c) (NULL: out of memory). */
-static char *with_pdl(const char *src) {
+ * combine loads input rows first, cuda_combine.c); *own: whether there is such a kernel
+ * (NULL: out of memory). */
+static char *with_pdl(const char *src, bool *own_any) {
     static const char entry[] = "extern \"C\" __global__";
     static const char wait[] = "\nasm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
                                "asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");";
     sf_buf b = {0};
     const char *p = src;
+    *own_any = false;
     for (const char *k; (k = strstr(p, entry)); ) {
         const char *open = strchr(k, '{');
         if (!open) break;
         bool own = strncmp(open + 1, "\n" SF_OWN_PDL, strlen(SF_OWN_PDL) + 1) == 0;
+        *own_any |= own;
         sf_buf_printf(&b, "%.*s%s", (int)(open + 1 - p), p, own ? "" : wait);
         p = open + 1;
     }
@@ -1644,7 +1647,8 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     pl->scratch_bytes = off;
     pl->source = sf_buf_take(&src);
     if (pl->source && sf_cg_tune("pdl", 1) == 1) {
-        char *pdl = with_pdl(pl->source);
+        bool own = false;
+        char *pdl = with_pdl(pl->source, &own);
         free(pl->source);
         pl->source = pdl;
         pl->pdl = true;
@@ -1655,7 +1659,7 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
          * each.  Only when every kernel waits before it touches memory: an SF_OWN_PDL
          * kernel reads its inputs first, which a caller's kernel still running (or the
          * previous run's last one, when the caller chains runs) may be writing. */
-        pl->pdl_first = pdl && !strstr(pdl, SF_OWN_PDL) && sf_cg_tune("pdl_first", 1) == 1;
+        pl->pdl_first = !own && sf_cg_tune("pdl_first", 1) == 1;
     }
     if (!pl->source) {
         sf_msg(msg, msglen, "cuda: out of memory");

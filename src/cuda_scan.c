@@ -405,16 +405,18 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         for (int op = 0; op < k->nops; op++)
             mode[op] = !one_path ? VL_TEST
                      : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;
-        /* inputs of a row kernel read again by every row while varying along the scan
-         * (a weight vector; the count *nbcp gets below) */
+        /* a row kernel (nothing after the scanned dim), and its inputs read again by
+         * every row while varying along the scan (a weight vector): *nbcp */
+        bool row_kernel = true;
+        for (int d = dim + 1; d < nd; d++)
+            if (x->shape[d] != 1) row_kernel = false;
         int reread = 0;
         for (int op = 0; op < k->nops; op++) {
             if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
-            bool rowk = true;
-            for (int d = dim + 1; d < nd; d++) rowk = rowk && x->shape[d] == 1;
             const sf_value *v = &f->values[k->ops[op].value];
-            reread += rowk && sf_value_numel(v) != sf_value_numel(x) && scan_varying(v, dim, nd, x->shape[dim]);
+            reread += row_kernel && sf_value_numel(v) != sf_value_numel(x) && scan_varying(v, dim, nd, x->shape[dim]);
         }
+        *nbcp = reread;
         const int st16 = sf_cg_tune("st16", 1);
         for (int w = 0; w < 2; w++) {
             bool isst = w == 1;
@@ -503,16 +505,12 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
          * streamed bytes and no block copies the weights into it row after row.  Column
          * kernels stage every input. */
         int rsoff[SF_CUDA_MAXOPS], rsb = 0;
-        bool row_kernel = true;
-        for (int d = dim + 1; d < nd; d++)
-            if (x->shape[d] != 1) row_kernel = false;
         for (int op = 0; op < k->nops; op++) {
             rsoff[op] = rsb;
             if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
             const sf_value *v = &f->values[k->ops[op].value];
             if (row_kernel && sf_value_numel(v) != sf_value_numel(x)) {
                 rsoff[op] = -1;
-                if (scan_varying(v, dim, nd, x->shape[dim])) (*nbcp)++;
             } else {
                 rsb += (int)scanfuse_dtype_size(v->dtype);
             }

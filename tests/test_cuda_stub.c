@@ -12,7 +12,8 @@
  *   - a program that can fail at run time reads the error flags back: clean flags give
  *     SCANFUSE_OK, a flag set by the "kernel" gives SCANFUSE_ERROR_VALUE with the
  *     division-by-zero message;
- *   - an empty tensor launches nothing.
+ *   - an empty tensor launches nothing;
+ *   - the MoE routing example runs in at most 4 launches, its first one plain.
  * The kernels themselves are checked on a GPU by test_cuda, and in the CPU emulator.
  * Skips (passing) when NVRTC cannot be loaded.
  */
@@ -147,6 +148,47 @@ static void runtime_errors(void *da, void *db, void *dy) {
     scanfuse_program_free(p);
 }
 
+/* The MoE routing example (Llama-4 sizes): at most the issue's 4 launches a run, and
+ * the first one plain: its combine kernel reads inputs before it waits (SF_OWN_PDL),
+ * so the plan keeps pdl_first off. */
+static void moe_plan(void) {
+    scanfuse_fusion *f = scanfuse_parse_file(SF_SOURCE_DIR "/examples/moe_routing.sf");
+    CHECKF(scanfuse_fusion_status(f) == SCANFUSE_OK, "parse: %s", scanfuse_fusion_error(f));
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    scanfuse_program *p = scanfuse_compile(f, &o);
+    CHECKF(scanfuse_program_status(p) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(p));
+    int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
+    scanfuse_dl_tensor t[16];
+    int64_t shapes[16][8];
+    void *mem[16] = {NULL};
+    bool ok = scanfuse_program_status(p) == SCANFUSE_OK && nin + nout <= 16;
+    char msg[SF_ERR_LEN];
+    for (int i = 0; ok && i < nin + nout; i++) {
+        const char *name;
+        scanfuse_dtype dt;
+        int nd;
+        if (i < nin) scanfuse_fusion_input_info(f, i, &name, &dt, &nd, shapes[i]);
+        else scanfuse_fusion_output_info(f, i - nin, &name, &dt, &nd, shapes[i]);
+        size_t bytes = (size_t)sf_numel(nd, shapes[i]) * scanfuse_dtype_size(dt);
+        ok = sf_cuda_alloc(0, bytes, &mem[i], msg, sizeof msg) == SCANFUSE_OK;
+        scanfuse_dl_tensor ti = {mem[i], {SCANFUSE_DL_CUDA, 0}, nd, scanfuse_dtype_to_dl(dt), shapes[i], NULL, 0};
+        t[i] = ti;
+    }
+    CHECKF(ok, "moe plan: %d inputs, %d outputs, no memory?", nin, nout);
+    if (ok) {
+        *launches = 0;
+        CHECK_STATUS(scanfuse_run(p, t, nin, t + nin, nout), SCANFUSE_OK);
+        CHECKF(*launches >= 1 && *launches <= 4, "MoE Llama: %lu launches a run", *launches);
+        CHECK_EQ_INT(launch_pdl[0], 0);
+        printf("MoE Llama on the stub driver: %lu launches a run, the first without PDL\n", *launches);
+    }
+    for (int i = 0; i < nin + nout && i < 16; i++) sf_cuda_free(0, mem[i]);
+    scanfuse_program_free(p);
+    scanfuse_fusion_free(f);
+}
+
 int main(void) {
     setenv("SCANFUSE_CUDA_DRIVER", SF_CUDA_STUB_PATH, 1);
     char msg[SF_ERR_LEN];
@@ -170,6 +212,7 @@ int main(void) {
         bad_tensors(d[0], d[1]);
         launches_and_pdl(d[0], d[1]);
         runtime_errors(d[0], d[1], d[2]);
+        moe_plan();
     }
     for (int i = 0; i < 3; i++) sf_cuda_free(0, d[i]);
     return sf_test_finish("test_cuda_stub");
