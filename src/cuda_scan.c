@@ -853,6 +853,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (citems <= 0 || citems % vec != 0)
                 citems = (int)(40960 / ((int64_t)(d + 1) * 256 * inb)) / vec * vec;
             if (citems > 8 * vec) citems = 8 * vec;
+            while ((int64_t)(d + 1) * 256 * citems * inb > 40960 && citems > vec) citems -= vec;
             int64_t ctile = 256 * (int64_t)citems;
             int64_t ctpr = ceil_div(len, ctile), cnt = rows * ctpr;
             /* the stages, the block's other arrays, the 1 KB the SM reserves a block;
@@ -862,7 +863,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             nb = sf_cg_tune("chunk_minb", nb);
             if (nb > 8) nb = 8;
             int64_t gsize = (int64_t)sms * nb;
-            if (citems >= vec && nb >= 1 && (cnt >= gsize || rchunk == 2)) {
+            if (citems >= vec && (int64_t)(d + 1) * 256 * citems * inb <= 40960 && nb >= 1 &&
+                (cnt >= gsize || rchunk == 2)) {
                 int pq = (int)ceil_div(gsize, 256);
                 k->grid = sf_cg_grid(gsize);
                 k->ntiles = cnt;
