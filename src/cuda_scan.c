@@ -869,14 +869,18 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                 k->grid = sf_cg_grid(gsize);
                 k->ntiles = cnt;
                 k->coresident = true;
-                /* the header, then A and P (a state a tile) and C (one a chunk, at most
-                 * one a tile + 1), each as self-validating words (8 bytes per 4) */
-                k->scratch_bytes = 16 + (3 * cnt + 1) * 2 * sk.tsize;
+                /* the header, then A and L (a state a tile), T and C (one a chunk: at
+                 * most one a tile, + 1), each as self-validating words (8 bytes per 4) */
+                k->scratch_bytes = 16 + (4 * cnt + 2) * 2 * sk.tsize;
+                /* blocks that only run the chunk jobs (chunk_jobs, default 4) */
+                int jobs = sf_cg_tune("chunk_jobs", 4);
+                if (jobs < 0) jobs = 0;
+                if (jobs > 16) jobs = 16;
                 sf_cg_chunk_skeleton(g);
                 sf_buf_printf(src,
                               "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                              "sf_row_scan_chunk<%s::Op, %s, 256, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                              nb, ki, io, io, citems, vec, d, pq, excl ? "true" : "false", (long long)rows,
+                              "sf_row_scan_chunk<%s::Op, %s, 256, %d, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                              nb, ki, io, io, citems, vec, d, pq, jobs, excl ? "true" : "false", (long long)rows,
                               (long long)len, (long long)ctpr);
                 return SCANFUSE_OK;
             }

@@ -12,27 +12,34 @@
  * and without the ticket the same tiles stream at 0.88 of copy.  Here the wait has slack
  * by construction:
  *
- *   - the grid is G blocks, all resident at once (a cooperative launch, its size capped
- *     by the occupancy at bind time); block b (its number from the one ticket it takes,
- *     which also carries the launch's epoch) owns tiles b, b+G, b+2G, ...: chunk c is
- *     tiles cG .. cG+G-1, one a block;
- *   - at step i a block copies tile iG+b into a ring of D+1 shared-memory stages
+ *   - the grid is NB blocks, all resident at once (a cooperative launch, its size capped
+ *     by the occupancy at bind time); each takes one ticket, which numbers it and carries
+ *     the launch's epoch.  The first G = NB - J are tile blocks: block b owns tiles b,
+ *     b+G, b+2G, ..., so chunk c is tiles cG .. cG+G-1, one a block.  The last J (tuning
+ *     chunk_jobs, default 4) are job blocks;
+ *   - at step i a tile block copies tile iG+b into a ring of D+1 shared-memory stages
  *     (cp.async), folds it once it lands and publishes its aggregate A (self-validating
- *     words, sf_pub);
- *   - block (c mod G), at step c+1, folds chunk c's G aggregates in a fixed shape (the
- *     chunk job: a segmented block scan, so rows may start anywhere in a chunk) and
- *     publishes every tile's exclusive prefix P and the carry C into chunk c+1;
- *   - at step c+D each block scans its tile of chunk c from its stage: prefix P (+) the
- *     warp's prefix in the tile (kept from the fold) (+) the strips before, one pass.
+ *     words, sf_pub), keeping each warp's prefix in the tile;
+ *   - job block (c mod J) folds chunk c's G aggregates as soon as they are in, in a fixed
+ *     shape (a segmented block scan, so rows may start anywhere in a chunk), and
+ *     publishes every tile's prefix within the chunk L, the chunk's total T and the carry
+ *     into the next chunk C, by a formula that reads only totals and carries of earlier
+ *     jobs published long before (sf_chunk_job): no chain from job to job;
+ *   - at step c+D each tile block scans its tile of chunk c from its stage: L, or C (+) L
+ *     where its row started before the chunk, (+) the warp's prefix (+) the strips
+ *     before, in one pass.  The two words are polled before the fold of the step's new
+ *     tile, so their round trip overlaps the copy.
  *
- * A tile's aggregate never waits on another tile; a prefix is needed D-1 steps after the
- * chunk job could first run, so with D >= 2 the polls normally find it published.  The
- * stage holds D+1 tiles a block instead of one, the price of the slack.  Deadlock-free
- * because every block is resident: step i of any block needs only steps before i of the
- * others.  Deterministic: every fold has a fixed shape given G (a launch parameter).
+ * A tile's aggregate never waits on another tile; a prefix is needed about D-1 steps
+ * after its job could first run.  The stage holds D+1 tiles a block instead of one, the
+ * price of the slack.  Deadlock-free because every block is resident: a tile block's
+ * step i waits only for jobs of chunks before i, a job only for aggregates and for
+ * earlier jobs.  Deterministic: every fold has a fixed shape given G (a launch
+ * parameter).  With no job blocks (chunk_jobs=0, or a grid of one block as in the CPU
+ * emulator), tile block c mod G runs job c itself after its fold at step c.
  *
- * Scratch: [16 header bytes: the ticket word at 8][A: ntiles states][P: ntiles states]
- * [C: ntiles + 1 states], each state sizeof(T)/4 self-validating u64 words.
+ * Scratch: [16 header bytes: the ticket word at 8][A, L: ntiles states each][T, C:
+ * ntiles + 1 states each], each state sizeof(T)/4 self-validating u64 words.
  */
 #include "cuda_codegen.h"
 
@@ -74,21 +81,35 @@ static const char *const chunk_skeleton[] = {
     "    __device__ __forceinline__ void set(int, const T&) {}",
     "};",
     "",
-    "// The chunk job of chunk c (tiles k0 = c*G .. k0+n-1), by one block: thread t takes the",
-    "// aggregates of tiles k0 + t*PQ .. k0 + t*PQ + PQ-1 (one round of polls for all of",
-    "// them), the block scans them segmented at row starts (tile j = 0 of a row) in a fixed",
-    "// shape, and publishes every tile's exclusive prefix within its row, P (the identity",
-    "// for a row's first tile), and the carry into chunk c+1, C[c+1]: the fold of the tiles",
-    "// of the row that runs into it (C[0] is the identity, never read).",
+    "// The chunk job of chunk c (tiles k0 = c*G .. k0+n-1), by one block.  Thread t takes the",
+    "// aggregates A of tiles k0 + t*PQ .. k0 + t*PQ + PQ-1 (one round of polls for all of",
+    "// them); the block scans them segmented at row starts (tile j = 0 of a row) in a fixed",
+    "// shape and publishes, for every tile, L: the fold of the tiles before it in the chunk",
+    "// since its row's start (the identity for a row's first tile); the chunk's segmented",
+    "// total T[c]; and the carry into chunk c+1, C[c+1]: the fold of the tiles before chunk",
+    "// c+1 since the start of the row that runs into it (C[0]: the identity, never read),",
+    "// by the fixed formula C[c+1] = C[j0] (+) T[j0] (+) .. (+) T[c], j0 = max(0, c+1-M),",
+    "// segmented (T[j] starts afresh where chunk j holds a row start).  So no job waits for",
+    "// the one before it: the carry it reads is M-1 jobs old, the totals it reads are",
+    "// published right after their jobs' first round.  s_x: M states of shared memory.",
+    "__device__ __forceinline__ bool sf_chunk_has_start(i64 j, i64 G, i64 ntiles, i64 tpr) {",
+    "    const i64 lo = j * G, hi = lo + G < ntiles ? lo + G : ntiles;",
+    "    return (lo + tpr - 1) / tpr * tpr < hi;",
+    "}",
     "template <class Op, int THREADS, int PQ>",
-    "__device__ __forceinline__ void sf_chunk_job(u32 ep, i64 c, i64 G, i64 ntiles, i64 tpr, const u64* A, u64* P,",
-    "                                             u64* C, sf_segv<typename Op::T>* s_seg) {",
+    "__device__ __forceinline__ void sf_chunk_job(u32 ep, i64 c, i64 G, i64 ntiles, i64 tpr, const u64* A, u64* L,",
+    "                                             u64* TT, u64* C, sf_segv<typename Op::T>* s_seg, typename Op::T* s_x) {",
     "    typedef typename Op::T T;",
     "    typedef SfSegOp<Op> SO;",
     "    typedef typename SO::T ST;",
-    "    constexpr int NWD = (int)(sizeof(T) / 4);",
+    "    constexpr int NWD = (int)(sizeof(T) / 4), M = 3;",
     "    const i64 k0 = c * G, n = ntiles - k0 < G ? ntiles - k0 : G;",
-    "    const i64 i0 = (i64)threadIdx.x * PQ;",
+    "    const i64 i0 = (i64)threadIdx.x * PQ, j0 = c + 1 - M > 0 ? c + 1 - M : 0;",
+    "    /* the last M threads: T[c-1], .., T[j0] and C[j0] (threads past the aggregates' when G",
+    "     * leaves room, PQ * THREADS - G >= M, else after their own round) */",
+    "    const int xt = (int)THREADS - 1 - (int)threadIdx.x;",
+    "    if (xt < M - 1 && c - 1 - xt >= j0) s_x[xt] = sf_take<T>(TT + (c - 1 - xt) * NWD, ep);",
+    "    if (xt == M - 1 && j0 > 0) s_x[xt] = sf_take<T>(C + j0 * NWD, ep);",
     "    union { T t; u32 h[NWD]; } u[PQ];",
     "    unsigned ns = SF_WAIT_NS;",
     "    for (;;) {",
@@ -122,19 +143,28 @@ static const char *const chunk_skeleton[] = {
     "        run = SO::op(run, v[q]);",
     "    }",
     "    ST tot;",
-    "    const ST ex = sf_block_excl<SO, THREADS>(run, s_seg, tot);",
-    "    ST cin = SO::id();",
-    "    if (c > 0) cin.v = sf_take<T>(C + c * NWD, ep);",
-    "    ST p = SO::op(cin, ex);",
+    "    ST p = sf_block_excl<SO, THREADS>(run, s_seg, tot); /* a barrier: s_x is in */",
+    "    if (threadIdx.x == 0) {",
+    "        sf_pub(TT + c * NWD, tot.v, ep);",
+    "        ST cy = SO::id();",
+    "        if (j0 > 0) cy.v = s_x[M - 1];",
+    "        for (i64 j = j0; j < c; ++j) {",
+    "            ST tj;",
+    "            tj.v = s_x[c - 1 - j];",
+    "            tj.f = sf_chunk_has_start(j, G, ntiles, tpr) ? 1u : 0u;",
+    "            cy = SO::op(cy, tj);",
+    "        }",
+    "        sf_pub(C + (c + 1) * NWD, SO::op(cy, tot).v, ep);",
+    "    }",
     "#pragma unroll",
     "    for (int q = 0; q < PQ; ++q) {",
     "        if (i0 + q < n) {",
     "            const i64 k = k0 + i0 + q;",
-    "            sf_pub(P + k * NWD, k % tpr == 0 ? Op::id() : p.v, ep);",
+    "            sf_pub(L + k * NWD, k % tpr == 0 ? Op::id() : p.v, ep);",
     "        }",
     "        p = SO::op(p, v[q]);",
     "    }",
-    "    if (threadIdx.x == 0) sf_pub(C + (c + 1) * NWD, SO::op(cin, tot).v, ep);",
+    "    __syncthreads(); /* s_x and s_seg free */",
     "}",
     "",
     "// One pass over a thread's K strips of a tile whose prefix is known: carry starts at the",
@@ -175,8 +205,11 @@ static const char *const chunk_skeleton[] = {
     "// ITEMS steps of one row, laid out as in sf_row_scan (warp w's run of 32*ITEMS steps,",
     "// strips of 32*V); a thread whose strips are not all in range and on the vector path",
     "// (a row's last tile, misaligned operands) reads global memory in both passes instead",
-    "// of the stage.  PQ: aggregates a thread takes in a chunk job (G <= PQ * THREADS).",
-    "template <class Op, class Io, int THREADS, int ITEMS, int V, int D, int PQ, bool EXCL>",
+    "// of the stage.  The grid's last J blocks (JOBS, when the grid has more blocks) only run",
+    "// chunk jobs, chunk c on job block c mod J, as soon as the chunk's aggregates are in;",
+    "// with none, tile block c mod G runs job c after its fold at step c.  PQ: aggregates a",
+    "// thread takes in a job (G <= PQ * THREADS).",
+    "template <class Op, class Io, int THREADS, int ITEMS, int V, int D, int PQ, int JOBS, bool EXCL>",
     "__device__ __forceinline__ void sf_row_scan_chunk(const sf_args& a, i64 rows, i64 len, i64 tpr) {",
     "    typedef typename Op::T T;",
     "    constexpr int K = ITEMS / V, NW = THREADS / 32, TS = THREADS * ITEMS, SGB = TS * Io::SB;",
@@ -186,21 +219,28 @@ static const char *const chunk_skeleton[] = {
     "    __shared__ T s_warp[NW];",
     "    __shared__ T s_wp[D + 1][NW];",
     "    __shared__ sf_segv<T> s_seg[NW];",
+    "    __shared__ T s_x[3];",
     "    __shared__ T s_pre;",
     "    __shared__ i64 s_b;",
     "    __shared__ u32 s_ep;",
     "    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;",
-    "    const i64 ntiles = rows * tpr, G = gridDim.x, S = (ntiles + G - 1) / G;",
-    "    const u64* A = (const u64*)(a.scratch + 16);",
-    "    u64* P = (u64*)(a.scratch + 16) + ntiles * NWD;",
-    "    u64* C = P + ntiles * NWD;",
-    "    if (threadIdx.x == 0) sf_take_tile(a, true, G, &s_b, &s_ep);",
+    "    const i64 ntiles = rows * tpr, NB = gridDim.x, J = NB > JOBS ? JOBS : 0, G = NB - J;",
+    "    const i64 S = (ntiles + G - 1) / G;",
+    "    u64* A = (u64*)(a.scratch + 16);",
+    "    u64* L = A + ntiles * NWD;",
+    "    u64* TT = L + ntiles * NWD;",
+    "    u64* C = TT + (ntiles + 1) * NWD;",
+    "    if (threadIdx.x == 0) sf_take_tile(a, true, NB, &s_b, &s_ep);",
     "    __syncthreads();",
     "    const i64 bk = s_b;",
     "    const u32 ep = s_ep;",
+    "    if (bk >= G) { /* a job block */",
+    "        for (i64 c = bk - G; c < S; c += J) sf_chunk_job<Op, THREADS, PQ>(ep, c, G, ntiles, tpr, A, L, TT, C, s_seg, s_x);",
+    "        return;",
+    "    }",
     "    for (i64 i = 0; i < S + D; ++i) {",
     "        __syncthreads(); /* s_pre and s_wp of the step before are read */",
-    "        /* the copy of tile kr into its stage, in flight through the scan below */",
+    "        /* the copy of tile kr into its stage */",
     "        const i64 kr = i * G + bk;",
     "        const bool red = i < S && kr < ntiles;",
     "        const int sr = (int)(i % (D + 1));",
@@ -220,22 +260,17 @@ static const char *const chunk_skeleton[] = {
     "                    Io::template stage<V>(a, br, len, tr + (i64)k * (32 * V), s_stage[sr], relr + k * (32 * V), TS);",
     "            }",
     "        }",
-    "        if (i >= 1 && i <= S && (i - 1) % G == bk) sf_chunk_job<Op, THREADS, PQ>(ep, i - 1, G, ntiles, tpr, A, P, C, s_seg);",
-    "        /* the scan of tile ks, folded D steps ago */",
+    "        /* tile ks (folded D steps ago): its L and its chunk's carry, polled now so that",
+    "         * the round trip overlaps the copy */",
     "        const i64 cs = i - D, ks = cs * G + bk;",
-    "        if (cs >= 0 && ks < ntiles) {",
-    "            const int ss = (int)(cs % (D + 1));",
-    "            const i64 r = ks / tpr, j = ks - r * tpr;",
-    "            typename Io::B b;",
-    "            Io::base(a, r, b);",
-    "            const i64 t0 = j * (i64)TS + (i64)w * (32 * ITEMS) + (i64)lane * V;",
-    "            const int rel = (int)(t0 - j * (i64)TS);",
-    "            const bool fast = Io::template fast_span<V>(a, b, len, t0, 32 * V, K);",
-    "            if (threadIdx.x == 0) s_pre = sf_take<T>(P + ks * NWD, ep);",
-    "            __syncthreads();",
-    "            const T pre = Op::op(s_pre, s_wp[ss][w]);",
-    "            if (fast) sf_row_pass_scan<Op, Io, V, K, EXCL, false, true>(a, b, len, t0, pre, s_stage[ss], rel, TS);",
-    "            else sf_row_pass_scan<Op, Io, V, K, EXCL, true, false>(a, b, len, t0, pre, nullptr, 0, 0);",
+    "        const bool scan = cs >= 0 && ks < ntiles;",
+    "        u64 xl[NWD], xc[NWD];",
+    "        if (scan && threadIdx.x == 0) {",
+    "#pragma unroll",
+    "            for (int q = 0; q < NWD; ++q) {",
+    "                xl[q] = sf_ld_rlx64(L + ks * NWD + q);",
+    "                xc[q] = cs > 0 ? sf_ld_rlx64(C + cs * NWD + q) : (u64)ep << 32;",
+    "            }",
     "        }",
     "        /* the fold of tile kr: its aggregate published, each warp's prefix in it kept */",
     "        if (red) {",
@@ -248,7 +283,35 @@ static const char *const chunk_skeleton[] = {
     "            T tot;",
     "            const T wp = sf_block_excl_warps<Op, THREADS>(carry, s_warp, tot);",
     "            if (lane == 0) s_wp[sr][w] = wp;",
-    "            if (threadIdx.x == 0) sf_pub((u64*)A + kr * NWD, tot, ep);",
+    "            if (threadIdx.x == 0) sf_pub(A + kr * NWD, tot, ep);",
+    "        }",
+    "        if (J == 0 && i < S && i % G == bk) sf_chunk_job<Op, THREADS, PQ>(ep, i, G, ntiles, tpr, A, L, TT, C, s_seg, s_x);",
+    "        /* the scan of tile ks: prefix L, or C[cs] (+) L where its row started before the chunk */",
+    "        if (scan) {",
+    "            if (threadIdx.x == 0) {",
+    "                bool ok = true;",
+    "                union { T t; u32 h[NWD]; } ul, uc;",
+    "#pragma unroll",
+    "                for (int q = 0; q < NWD; ++q) {",
+    "                    ok = ok && (u32)(xl[q] >> 32) == ep && (u32)(xc[q] >> 32) == ep;",
+    "                    ul.h[q] = (u32)xl[q];",
+    "                    uc.h[q] = (u32)xc[q];",
+    "                }",
+    "                if (!ok) sf_take2<T>(L + ks * NWD, true, C + cs * NWD, cs > 0, ep, ul.t, uc.t);",
+    "                const i64 rs = ks / tpr * tpr;",
+    "                s_pre = rs == ks ? Op::id() : rs >= cs * G || cs == 0 ? ul.t : Op::op(uc.t, ul.t);",
+    "            }",
+    "            __syncthreads();",
+    "            const int ss = (int)(cs % (D + 1));",
+    "            const i64 r = ks / tpr, j = ks - r * tpr;",
+    "            typename Io::B b;",
+    "            Io::base(a, r, b);",
+    "            const i64 t0 = j * (i64)TS + (i64)w * (32 * ITEMS) + (i64)lane * V;",
+    "            const int rel = (int)(t0 - j * (i64)TS);",
+    "            const bool fast = Io::template fast_span<V>(a, b, len, t0, 32 * V, K);",
+    "            const T pre = Op::op(s_pre, s_wp[ss][w]);",
+    "            if (fast) sf_row_pass_scan<Op, Io, V, K, EXCL, false, true>(a, b, len, t0, pre, s_stage[ss], rel, TS);",
+    "            else sf_row_pass_scan<Op, Io, V, K, EXCL, true, false>(a, b, len, t0, pre, nullptr, 0, 0);",
     "        }",
     "    }",
     "}",

@@ -568,15 +568,16 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_g=3,row_g2=2,row_items=1", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_g=2,row_g2=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=0", G_DEFAULT);
-    /* the chunked row scan (row_chunk, cuda_scan_chunk.c; a grid of 792 blocks on the
-     * H200): fewer tiles than blocks (one chunk), 4 chunks of one row, rows of 3 tiles
-     * (row starts at every place in a chunk), rows of 977 tiles starting inside chunks
-     * with a ring of 4 stages, 16-bit steps in tiles of one strip with a ring of 2 */
+    /* the chunked row scan (row_chunk, cuda_scan_chunk.c; on the H200 a grid of 788 tile
+     * blocks and 4 job blocks): fewer tiles than blocks (one chunk); 5 chunks of one row
+     * (carries read from 2 jobs back); rows of 3 tiles (row starts at every place in a
+     * chunk); rows of 977 tiles starting inside chunks with a ring of 4 stages; 16-bit
+     * steps in tiles of one strip with a ring of 2 and the jobs run by the tile blocks */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_chunk=2", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S1(10000019), 0, "row_chunk=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S1(4000037), 0, "row_chunk=1,chunk_items=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(300, 7001), 1, "row_chunk=1", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 1000003), 1, "row_chunk=1,chunk_d=3,chunk_items=4", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S1(2000003), 0, "row_chunk=1,chunk_d=1,chunk_items=8", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S1(2000003), 0, "row_chunk=1,chunk_d=1,chunk_items=8,chunk_jobs=0", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
@@ -2330,7 +2331,7 @@ static void part_b(void) {
     if (!filter || (x && strcmp(x, "1") == 0)) {
         bad_tensors();
         determinism(NULL);
-        determinism("row_chunk=1"); /* the chunked row scan, 7 chunks of 792 tiles */
+        determinism("row_chunk=1"); /* the chunked row scan, 7 chunks of 788 tiles */
         lookback_variants();
         expanded_inputs();
         chained_runs();
