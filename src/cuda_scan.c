@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,st32=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -49,8 +49,7 @@
  * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
  * row_io1=2 reads each input of a row kernel of two or more inputs by one path, 1 every
  * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
- * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's; st32=1
- * stores 4- and 8-byte outputs of 16-byte strips by one vector store in the same way).
+ * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -288,29 +287,6 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
 
 /* Whether value v, broadcast against a kernel of nd dims, varies along the kernel's dim
  * of len steps (its dims aligned to the kernel's last ones). */
-/* st32=1 (an experiment): a 4- or 8-byte output's 16-byte strip (w<op>, N steps, at
- * q<op>) stored by one st.global.v4.u32 / v2.u64, as st16 stores 16-bit ones.  In PTX
- * the 1-D float32 and int64 kernels store one strip of a thread's eight as scalars
- * through sf_vstore (NOTES session 14, entry 8). */
-static void emit_st32(sf_buf *src, scanfuse_dtype dt, int op) {
-    if (scanfuse_dtype_size(dt) == 4) {
-        const char *cv = dt == SCANFUSE_FLOAT32 ? "__float_as_uint" : "(u32)";
-        sf_buf_printf(src,
-                      "if constexpr (N == 4) {\n#if defined(__CUDA_ARCH__)\n"
-                      "asm volatile(\"st.global.v4.u32 [%%0], {%%1, %%2, %%3, %%4};\" :: \"l\"(q%d), \"r\"(%s(w%d[0])), "
-                      "\"r\"(%s(w%d[1])), \"r\"(%s(w%d[2])), \"r\"(%s(w%d[3])));\n"
-                      "#else\nsf_vstore(q%d, w%d);\n#endif\n} else sf_vstore(q%d, w%d);\n",
-                      op, cv, op, cv, op, cv, op, cv, op, op, op, op, op);
-    } else {
-        const char *cv = dt == SCANFUSE_FLOAT64 ? "(u64)__double_as_longlong" : "(u64)";
-        sf_buf_printf(src,
-                      "if constexpr (N == 2) {\n#if defined(__CUDA_ARCH__)\n"
-                      "asm volatile(\"st.global.v2.u64 [%%0], {%%1, %%2};\" :: \"l\"(q%d), \"l\"(%s(w%d[0])), "
-                      "\"l\"(%s(w%d[1])));\n#else\nsf_vstore(q%d, w%d);\n#endif\n} else sf_vstore(q%d, w%d);\n",
-                      op, cv, op, cv, op, op, op, op, op);
-    }
-}
-
 static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
     int vd = dim - (nd - v->ndim);
     return len > 1 && vd >= 0 && vd < v->ndim && v->shape[vd] == len;
@@ -441,7 +417,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             reread += row_kernel && sf_value_numel(v) != sf_value_numel(x) && scan_varying(v, dim, nd, x->shape[dim]);
         }
         *nbcp = reread;
-        const int st16 = sf_cg_tune("st16", 1), st32 = sf_cg_tune("st32", 0);
+        const int st16 = sf_cg_tune("st16", 1);
         for (int w = 0; w < 2; w++) {
             bool isst = w == 1;
             uint32_t ops = isst ? st_ops : ld_ops;
@@ -504,9 +480,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                                            "#else\n*(uint4*)q%d = pk;\n#endif\n"
                                            "} else sf_vstore(q%d, w%d);\n",
                                       op, op, op, op, op, op, op, op, op, op, op, op);
-                    else if (st32 == 1 && (scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 4 ||
-                                           scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 8))
-                        emit_st32(src, f->values[k->ops[op].value].dtype, op);
                     else
                         sf_buf_printf(src, "sf_vstore(q%d, w%d);\n", op, op);
                 }

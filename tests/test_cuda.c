@@ -568,11 +568,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_g=3,row_g2=2,row_items=1", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_g=2,row_g2=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=0", G_DEFAULT);
-    /* 4- and 8-byte outputs stored by one vector store a strip (st32=1): float32 and
-     * float64 look-back rows, int32 one-tile rows with int64 (and int32) outputs */
-    prog_scans(SCANFUSE_FLOAT32, S1(40000), 0, "st32=1", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT64, S1(40000), 0, "st32=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT32, S2(5, 3000), 1, "st32=1", G_FULL);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
