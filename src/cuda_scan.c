@@ -928,13 +928,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * spill, so no bound); col_minb=B: B */
         int64_t sbytes = (int64_t)rg * l * w * inb + 4608; /* the stage, the exchange arrays */
         int cminb = stage && sk.tsize <= 8 ? (int)(232448 / sbytes < 6 ? 232448 / sbytes : 6) : 0;
-        /* Sums of one 16-bit (or 8-bit) input in grids of at least 8 tiles an SM: 8
-         * blocks an SM (32 registers, no spills for cumsum; logcumsumexp spills 364
-         * bytes there, so only sums).  The kernel is issue-bound there, not memory-bound
+        /* Sums of one 16-bit input in grids of at least 8 tiles an SM: 8 blocks an SM
+         * (32 registers, no spills for cumsum; logcumsumexp spills 364 bytes there, so
+         * only sums; 8-bit inputs spill a little and were not measured).  The kernel is issue-bound there, not memory-bound
          * (NOTES session 15, entry 5); H200, bfloat16 [4096, 4096] dim 0 in five runs:
          * 0.673-0.699 -> 0.699-0.742 of copy (entries 4, 6).  Float32 columns and short
          * grids ([2048, 128]) gained nothing or lost with it. */
-        if (cminb == 6 && n->op == SF_OP_cumsum && count_inputs(k) == 1 && inb <= 2 && 232448 / sbytes >= 8 &&
+        if (cminb == 6 && n->op == SF_OP_cumsum && count_inputs(k) == 1 && inb == 2 && 232448 / sbytes >= 8 &&
             ntiles >= 8 * (int64_t)sms)
             cminb = 8;
         cminb = sf_cg_tune("col_minb", cminb);
