@@ -569,9 +569,11 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_g=2,row_g2=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=0", G_DEFAULT);
     /* column sums of a 16-bit input in a grid of 8 tiles an SM (1056 on the H200): 8
-     * blocks an SM at 32 registers; forward, exclusive reversed, into float32 */
-    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
-             "h = cumsum(x, dim=0, dtype=float32)\noutput y, z, h\n",
+     * blocks an SM at 32 registers; bfloat16 forward, exclusive reversed and into
+     * float32, float16 forward */
+    prog_raw("input x: bfloat16[4096, 2112]\ninput w: float16[4096, 2112]\ny = cumsum(x, dim=0)\n"
+             "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
+             "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
