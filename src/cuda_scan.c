@@ -838,6 +838,56 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int minb = sf_cg_tune("row_minb", stage && !lb && nbc > 0 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
+        /* row_chunk=1: the chunked row scan (cuda_scan_chunk.c), for staged look-back rows
+         * with at least one tile a block of its grid (row_chunk=2: every staged look-back
+         * row, so tests reach it with small inputs).  Two stages a block (the tile being
+         * folded, and the one being scanned from its second read D steps later: chunk_d,
+         * default 1) of chunk_kb KB each (default 16), strips of 16 bytes, at most 8 a
+         * thread; as many blocks of 256 an SM as the stages leave room for (at most 6, the
+         * staged look-back's 40 registers), all of them resident (a cooperative launch). */
+        int rchunk = sf_cg_tune("row_chunk", 0);
+        if (lb && stage && threads == 256 && (rchunk == 1 || rchunk == 2)) {
+            int d = sf_cg_tune("chunk_d", 1);
+            if (d < 1) d = 1;
+            if (d > 3) d = 3;
+            int ckb = sf_cg_tune("chunk_kb", 16);
+            if (ckb < 1) ckb = 1;
+            if (ckb > 20) ckb = 20;
+            int citems = sf_cg_tune("chunk_items", 0);
+            if (citems <= 0 || citems % vec != 0) citems = (int)(ckb * 1024 / (256 * inb)) / vec * vec;
+            if (citems > 8 * vec) citems = 8 * vec;
+            while ((int64_t)2 * 256 * citems * inb > 40960 && citems > vec) citems -= vec;
+            int64_t ctile = 256 * (int64_t)citems;
+            int64_t ctpr = ceil_div(len, ctile), cnt = rows * ctpr;
+            /* the stages, the block's other arrays, the 1 KB the SM reserves a block;
+             * 228 KB an SM (sm_90) */
+            int64_t sbytes = 2 * ctile * inb + 1536;
+            int nb = (int)(233472 / sbytes < 6 ? 233472 / sbytes : 6);
+            nb = sf_cg_tune("chunk_minb", nb);
+            if (nb > 8) nb = 8;
+            int64_t gsize = (int64_t)sms * nb;
+            if (citems >= vec && (int64_t)2 * 256 * citems * inb <= 40960 && nb >= 1 &&
+                (cnt >= gsize || rchunk == 2)) {
+                int pq = (int)ceil_div(gsize, 256);
+                k->grid = sf_cg_grid(gsize);
+                k->ntiles = cnt;
+                k->coresident = true;
+                /* the header, then A and L (a state a tile), T and C (one a chunk: at
+                 * most one a tile, + 1), each as self-validating words (8 bytes per 4) */
+                k->scratch_bytes = 16 + (4 * cnt + 2) * 2 * sk.tsize;
+                /* blocks that only run the chunk jobs (chunk_jobs, default 1) */
+                int jobs = sf_cg_tune("chunk_jobs", 1);
+                if (jobs < 0) jobs = 0;
+                if (jobs > 16) jobs = 16;
+                sf_cg_chunk_skeleton(g);
+                sf_buf_printf(src,
+                              "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
+                              "sf_row_scan_chunk<%s::Op, %s, 256, %d, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                              nb, ki, io, io, citems, vec, d, pq, jobs, excl ? "true" : "false", (long long)rows,
+                              (long long)len, (long long)ctpr);
+                return SCANFUSE_OK;
+            }
+        }
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */

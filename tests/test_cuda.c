@@ -575,6 +575,16 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
+    /* the chunked row scan (row_chunk, cuda_scan_chunk.c; on the H200 a grid of 788 tile
+     * blocks and 4 job blocks): fewer tiles than blocks (one chunk); 5 chunks of one row
+     * (carries read from 2 jobs back); rows of 3 tiles (row starts at every place in a
+     * chunk); rows of 977 tiles starting inside chunks with a ring of 4 stages; 16-bit
+     * steps in tiles of one strip with a ring of 2 and the jobs run by the tile blocks */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_chunk=2", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S1(4000037), 0, "row_chunk=1,chunk_items=4", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S2(300, 7001), 1, "row_chunk=1", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 1000003), 1, "row_chunk=1,chunk_d=3,chunk_items=4", G_FULL);
+    prog_scans(SCANFUSE_BFLOAT16, S1(2000003), 0, "row_chunk=1,chunk_d=1,chunk_items=8,chunk_jobs=0", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
@@ -2022,15 +2032,15 @@ done:
     free(y);
 }
 
-/* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate. */
-static void determinism(void) {
+/* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate; under the
+ * defaults (the look-back) and under tune (NULL: the defaults only). */
+static void determinism(const char *tune) {
     const int64_t n = (int64_t)1 << 24;
-    scanfuse_fusion *f = scanfuse_parse("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
-    scanfuse_options o;
-    scanfuse_options_init(&o);
-    o.device = SCANFUSE_DEVICE_CUDA;
-    scanfuse_program *pr = scanfuse_compile(f, &o);
-    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr =
+        compile_prog("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, tune, &f);
+    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
+    const char *label = tune ? tune : "the defaults";
     float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
@@ -2051,7 +2061,7 @@ static void determinism(void) {
         if (rep == 0) first = h;
         else same = same && h == first;
     }
-    CHECKF(same, "cumsum of 2^24 float32 elements differs between runs");
+    CHECKF(same, "cumsum of 2^24 float32 elements differs between runs (%s)", label);
     /* accuracy: a double-double prefix sum on the host */
     double hi = 0, lo = 0, mag = 0;
     int64_t bad = 0;
@@ -2064,9 +2074,10 @@ static void determinism(void) {
         double err = fabs((double)y[i] - e);
         if (!(err <= sf_ulp(e, SCANFUSE_FLOAT32) || err <= ldexp(mag, -40))) bad++;
     }
-    CHECKF(bad == 0, "cumsum of 2^24 float32 elements: %lld outputs off by more than 1 ulp", (long long)bad);
-    printf("determinism: 10 runs of a 2^24-element float32 cumsum are bit-identical: %s; accurate: %s\n",
-           same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
+    CHECKF(bad == 0, "cumsum of 2^24 float32 elements (%s): %lld outputs off by more than 1 ulp", label,
+           (long long)bad);
+    printf("determinism (%s): 10 runs of a 2^24-element float32 cumsum are bit-identical: %s; accurate: %s\n",
+           label, same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
 done:
     sf_cuda_free(0, dx);
     sf_cuda_free(0, dy);
@@ -2157,9 +2168,11 @@ done:
  * kernels: the most overlap), on the legacy default stream and on a non-blocking stream
  * of the program's (as PyTorch's are). */
 static void chained_runs(void) {
-    static const struct { const char *text; int64_t rows, cols; int dim, runs; } cs[] = {
-        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6},
-        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20},
+    static const struct { const char *text; int64_t rows, cols; int dim, runs; const char *tune; } cs[] = {
+        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6, NULL},
+        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20, NULL},
+        /* the chunked row scan: a co-resident grid, each launch's words stale to the next */
+        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6, "row_chunk=1"},
     };
     char msg[SF_ERR_LEN];
     void *stream = NULL;
@@ -2173,7 +2186,9 @@ static void chained_runs(void) {
         scanfuse_options_init(&o);
         o.device = SCANFUSE_DEVICE_CUDA;
         o.cuda_stream = on;
+        if (cs[ci].tune) setenv("SCANFUSE_CUDA_TUNE", cs[ci].tune, 1);
         scanfuse_program *pr = scanfuse_compile(f, &o);
+        if (cs[ci].tune) unsetenv("SCANFUSE_CUDA_TUNE");
         bool ok = scanfuse_program_status(pr) == SCANFUSE_OK && (on || c % 2 == 0);
         CHECKF(ok, "chained runs: compile: %s", scanfuse_program_error(pr));
         uint32_t *h = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
@@ -2322,7 +2337,8 @@ static void part_b(void) {
     const char *x = getenv("SF_CUDA_TEST_EXTRAS");
     if (!filter || (x && strcmp(x, "1") == 0)) {
         bad_tensors();
-        determinism();
+        determinism(NULL);
+        determinism("row_chunk=1"); /* the chunked row scan, 7 chunks of 788 tiles */
         lookback_variants();
         expanded_inputs();
         chained_runs();
