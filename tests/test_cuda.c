@@ -575,15 +575,16 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
-    /* the chunked row scan (row_chunk, cuda_scan_chunk.c; on the H200 a grid of 788 tile
-     * blocks and 4 job blocks): fewer tiles than blocks (one chunk); 5 chunks of one row
-     * (carries read from 2 jobs back); rows of 3 tiles (row starts at every place in a
-     * chunk); rows of 977 tiles starting inside chunks with a ring of 4 stages; 16-bit
-     * steps in tiles of one strip with a ring of 2 and the jobs run by the tile blocks */
+    /* the chunked row scan (row_chunk, cuda_scan_chunk.c; on the H200 a grid of 791 tile
+     * blocks and one job block at the defaults): fewer tiles than blocks (one chunk); 5
+     * chunks of one row, two first copies in flight under L2 hints; rows of 3 tiles
+     * (row starts at every place in a chunk) with two first copies; rows of 977 tiles
+     * starting inside chunks, scanned 3 steps after their fold, three first copies;
+     * 16-bit steps in tiles of one strip, the jobs run by the tile blocks */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_chunk=2", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S1(4000037), 0, "row_chunk=1,chunk_items=4", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S2(300, 7001), 1, "row_chunk=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 1000003), 1, "row_chunk=1,chunk_d=3,chunk_items=4", G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S1(4000037), 0, "row_chunk=1,chunk_items=4,chunk_na=2,chunk_hint=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S2(300, 7001), 1, "row_chunk=1,chunk_na=2", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 1000003), 1, "row_chunk=1,chunk_d=3,chunk_items=2,chunk_na=3", G_FULL);
     prog_scans(SCANFUSE_BFLOAT16, S1(2000003), 0, "row_chunk=1,chunk_d=1,chunk_items=8,chunk_jobs=0", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
