@@ -854,11 +854,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (minb > 8) minb = 8;
         /* row_chunk=1: the chunked row scan (cuda_scan_chunk.c), for staged look-back rows
          * with at least one tile a block of its grid (row_chunk=2: every staged look-back
-         * row, so tests reach it with small inputs).  Two stages a block (the tile being
-         * folded, and the one being scanned from its second read D steps later: chunk_d,
-         * default 1) of chunk_kb KB each (default 16), strips of 16 bytes, at most 8 a
-         * thread; as many blocks of 256 an SM as the stages leave room for (at most 6, the
-         * staged look-back's 40 registers), all of them resident (a cooperative launch). */
+         * row, so tests reach it with small inputs).  chunk_na + 1 stages a block (the
+         * tiles being folded, their first copies chunk_na steps ahead, default 1, and the
+         * one being scanned from its second read D steps later: chunk_d, default 1) of
+         * chunk_kb KB each (default 16), strips of 16 bytes, at most 8 a thread; as many
+         * blocks of 256 an SM as the stages leave room for (at most 6, the staged
+         * look-back's 40 registers), all of them resident (a cooperative launch);
+         * chunk_hint=1: the copies under L2 eviction hints (Io::stage_h).  Measured
+         * slower than the look-back in every setting (bench/NOTES.md, sessions 15-16). */
         int rchunk = sf_cg_tune("row_chunk", 0);
         if (lb && stage && threads == 256 && (rchunk == 1 || rchunk == 2)) {
             int d = sf_cg_tune("chunk_d", 1);
