@@ -209,36 +209,40 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
 /* Column tiles staged in shared memory (sf_col_tile_scan's STAGE): the tile's input
  * rows, each W columns of one step, copied by cp.async in 16-byte pieces, so no
  * register holds a load in flight and pass two reads the tile again from shared
- * memory.  Input op's part of a tile of n steps starts at byte soff_op * n * W; step j,
- * column c at (j * W + c) * size_op within it (the steps in memory order).
- *   col_stage<W>: whether the tile of steps [t0, t0 + n) of columns [col0, col0 + W)
- *                 can be staged (the caller checks the range): for every input not
- *                 broadcast along the scan, the W columns are W consecutive elements
- *                 (stride 1 on the innermost column dim, and within one run of it or the
- *                 column dims packed), and every step's row starts 16-byte aligned; if
- *                 so, issues the block's copies (thread i takes pieces i, i + blockDim.x,
- *                 ..) and returns true.
+ * memory.  Only the inputs that vary along the scan are staged (soff >= 0); the others
+ * (broadcast along it by their shape) are one element a column, read from global
+ * memory.  Staged input op's part of a tile of n steps starts at byte soff_op * n * W;
+ * step j, column c at (j * W + c) * size_op within it (the steps in memory order).
+ *   col_stage<W, N, NT>: whether the tile of steps [t0, t0 + N) of columns
+ *                 [col0, col0 + W) can be staged (the caller checks the range): for
+ *                 every staged input, the W columns are W consecutive elements (stride 1
+ *                 on the innermost column dim, and within one run of it or the column
+ *                 dims packed), the steps are not a broadcast (stride 0: such a view takes
+ *                 the unstaged path, so the reads below need no run-time test) and every
+ *                 step's row starts 16-byte aligned; if so, issues the copies of the
+ *                 block's NT threads (thread i takes pieces i, i + NT, ..: the loop
+ *                 unrolled, so each piece is one address add and one cp.async) and
+ *                 returns true.
  *   ld_col_s<N>:  steps t0 .. t0 + N - 1 of column c of a staged tile starting at tt0,
- *                 as ld_items does (broadcast inputs from global memory). */
+ *                 as ld_items does. */
 static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ld_ops, int dim,
                            int nd, const int64_t *shape, bool rev, const int *soff, const char *ldv,
                            const char *elem) {
     int inner = -1;
     for (int d = nd - 1; d >= 0 && inner < 0; d--)
         if (d != dim && shape[d] > 1) inner = d;
-    const char *plo_t = rev ? "len - t0 - n" : "t0";
-    sf_buf_puts(src, "template <int W> static __device__ __forceinline__ bool col_stage(const sf_args& a, i64 col0, i64 len, i64 t0, int n, char* s) {\n");
+    const char *plo_t = rev ? "len - t0 - N" : "t0";
+    sf_buf_puts(src, "template <int W, int N, int NT> static __device__ __forceinline__ bool col_stage(const sf_args& a, i64 col0, i64 len, i64 t0, char* s) {\n");
     sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\nbool ok = true;\n", plo_t);
     for (int op = 0; op < k->nops; op++) {
-        if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+        if (!(ld_ops >> op & 1u) || k->ops[op].out || soff[op] < 0) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        sf_buf_printf(src, "if (a.st[%d][%d] != 0) {\n", op, dim);
         if (inner < 0) {
-            sf_buf_puts(src, "ok = false;\n}\n");
+            sf_buf_puts(src, "ok = false;\n");
             continue;
         }
         /* packed: every column dim's stride the product of the inner column dims' sizes */
-        sf_buf_printf(src, "bool packed = a.st[%d][%d] == 1", op, inner);
+        sf_buf_printf(src, "{\nbool packed = a.st[%d][%d] == 1", op, inner);
         int64_t prod = shape[inner];
         for (int d = inner - 1; d >= 0; d--) {
             if (d == dim || shape[d] == 1) continue;
@@ -248,24 +252,26 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
         sf_buf_printf(src, ";\nconst %s* g = (const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d]);\n", raw, raw, op, op,
                       op, dim);
         sf_buf_printf(src,
-                      "ok = ok && a.st[%d][%d] == 1 && (packed || col0 %% %lldll + W <= %lldll) && ((u64)g & 15) == 0 && "
-                      "((a.st[%d][%d] * (i64)sizeof(%s)) & 15) == 0;\n}\n",
-                      op, inner, (long long)shape[inner], (long long)shape[inner], op, dim, raw);
+                      "ok = ok && a.st[%d][%d] != 0 && a.st[%d][%d] == 1 && (packed || col0 %% %lldll + W <= %lldll) && "
+                      "((u64)g & 15) == 0 && ((a.st[%d][%d] * (i64)sizeof(%s)) & 15) == 0;\n}\n",
+                      op, dim, op, inner, (long long)shape[inner], (long long)shape[inner], op, dim, raw);
     }
     sf_buf_puts(src, "if (!ok) return false;\n");
     for (int op = 0; op < k->nops; op++) {
-        if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+        if (!(ld_ops >> op & 1u) || k->ops[op].out || soff[op] < 0) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
         sf_buf_printf(src,
-                      "if (a.st[%d][%d] != 0) {\n"
-                      "constexpr int RB = W * (int)sizeof(%s), PR = RB / 16; /* bytes, pieces a row */\n"
-                      "const char* g = (const char*)((const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d]));\n"
+                      "{\n"
+                      "constexpr int RB = W * (int)sizeof(%s), PR = RB / 16, JS = NT / PR; /* bytes, pieces a row; rows a round */\n"
+                      "static_assert(RB %% 16 == 0 && NT %% PR == 0, \"whole pieces, whole rows a round\");\n"
                       "const i64 rs = a.st[%d][%d] * (i64)sizeof(%s);\n"
-                      "char* d = s + %d * n * W;\n"
-                      "for (int i = (int)threadIdx.x; i < n * PR; i += (int)blockDim.x) {\n"
-                      "const int j = i / PR, q = i - j * PR;\n"
-                      "sf_cp_async<16>(d + j * RB + q * 16, g + j * rs + q * 16);\n}\n}\n",
-                      op, dim, raw, raw, op, op, op, dim, op, dim, raw, soff[op]);
+                      "const int j0 = (int)threadIdx.x / PR, q0 = (int)threadIdx.x - j0 * PR;\n"
+                      "const char* g = (const char*)((const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d])) + j0 * rs + q0 * 16;\n"
+                      "char* d = s + %d * N * W + j0 * RB + q0 * 16;\n"
+                      "#pragma unroll\n"
+                      "for (int r = 0; r < (N + JS - 1) / JS; ++r)\n"
+                      "if (N %% JS == 0 || j0 + r * JS < N) sf_cp_async<16>(d + r * JS * RB, g + (i64)(r * JS) * rs);\n}\n",
+                      raw, op, dim, raw, raw, op, op, op, dim, soff[op]);
     }
     sf_buf_puts(src, "return true;\n}\n");
     sf_buf_puts(src, "template <int W, int N> static __device__ __forceinline__ void ld_col_s(const sf_args& a, const B& b, i64 len, i64 t0, i64 tt0, int n, const char* s, int c, T (&v)[N]) {\n");
@@ -274,10 +280,13 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
     for (int op = 0; op < k->nops; op++) {
         if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        sf_buf_printf(src,
-                      "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n"
-                      "} else {\nconst %s* q = (const %s*)(s + %d * n * W) + (rel * W + c);\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = q[k * W];\n}\n",
-                      raw, op, op, dim, op, raw, op, op, raw, raw, soff[op], op);
+        if (soff[op] < 0) /* broadcast along the scan: one element a column */
+            sf_buf_printf(src, "%s r%d[N];\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n",
+                          raw, op, op, raw, op, op);
+        else
+            sf_buf_printf(src,
+                          "%s r%d[N];\n{\nconst %s* q = (const %s*)(s + %d * n * W) + (rel * W + c);\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = q[k * W];\n}\n",
+                          raw, op, raw, raw, soff[op], op);
     }
     sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                   rev ? "N - 1 - k" : "k");
@@ -497,13 +506,17 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         int sb = 0, soff[SF_CUDA_MAXOPS];
         for (int op = 0; op < k->nops; op++) {
             soff[op] = sb;
-            if ((ld_ops >> op & 1u) && !k->ops[op].out) sb += (int)scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            const sf_value *v = &f->values[k->ops[op].value];
+            if (!row_kernel && !scan_varying(v, dim, nd, x->shape[dim])) soff[op] = -1;
+            else sb += (int)scanfuse_dtype_size(v->dtype);
         }
         /* Row kernels stage only the inputs they stream (of the kernel's full size);
          * inputs read again by every row (a weight vector along the scan) come from
          * the L1 or L2 in both passes (soff -1), so the stage holds one copy of the
          * streamed bytes and no block copies the weights into it row after row.  Column
-         * kernels stage every input. */
+         * kernels stage every input that varies along the scan (soff above); the others
+         * are one element a column (read from global memory, no stage bytes). */
         int rsoff[SF_CUDA_MAXOPS], rsb = 0;
         for (int op = 0; op < k->nops; op++) {
             rsoff[op] = rsb;

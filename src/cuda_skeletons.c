@@ -565,7 +565,7 @@ const char *const sf_cuda_skeletons[] = {
     "        const i64 t0 = ch * (i64)(RG * L) + (i64)rg * L, tt0 = ch * (i64)NS;",
     "        bool stg = false;",
     "        if (STAGE) {",
-    "            stg = (cb + 1) * W <= ncols && tt0 + NS <= len && Io::template col_stage<W>(a, cb * W, len, tt0, NS, s_stage);",
+    "            stg = (cb + 1) * W <= ncols && tt0 + NS <= len && Io::template col_stage<W, NS, RG * W>(a, cb * W, len, tt0, s_stage);",
     "            if (stg) {",
     "                sf_cp_async_wait();",
     "                __syncthreads();",

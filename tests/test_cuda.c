@@ -2115,42 +2115,53 @@ static void bad_tensors(void) {
 }
 
 /* Inputs expanded along the scan (stride 0 on a dim of size > 1, as PyTorch's expand
- * gives): in a row kernel of two or more inputs (row_io1=2) the vector path takes an
- * input that varies along the scan by its shape only at stride 1, so these take the
- * element path.  x[r][t] = r + 1 through a [4, 1] buffer, w[t] = 2 through one element:
- * y[r][t] = 2 (r + 1) (t + 1), exact. */
-static void expanded_inputs(void) {
-    const int64_t rows = 4, len = 30001;
-    scanfuse_fusion *f = scanfuse_parse("input x: float32[4, 30001]\ninput w: float32[30001]\n"
-                                        "y = cumsum(mul(x, w), dim=1)\noutput y\n", NULL);
+ * gives).  Rows: in a row kernel of two or more inputs (row_io1=2) the vector path
+ * takes an input that varies along the scan by its shape only at stride 1, so these
+ * take the element path; x[r][t] = r + 1 through a [4, 1] buffer, w[t] = 2 through one
+ * element: y[r][t] = 2 (r + 1) (t + 1).  Columns (col = true): a staged column tile
+ * copies the inputs that vary along the scan by their shape and reads them from shared
+ * memory with no run-time test (an expanded one sends its tiles down the unstaged
+ * path), the others from global memory; x[t][c] = c + 1 through a [1, 64] buffer,
+ * w[c] = 2: y[t][c] = 2 (c + 1) (t + 1).
+ * Exact either way. */
+static void expanded_inputs(bool col) {
+    const int64_t n0 = col ? 3000 : 4, n1 = col ? 64 : 30001;
+    scanfuse_fusion *f = scanfuse_parse(col ? "input x: float32[3000, 64]\ninput w: float32[64]\n"
+                                              "y = cumsum(mul(x, w), dim=0)\noutput y\n"
+                                            : "input x: float32[4, 30001]\ninput w: float32[30001]\n"
+                                              "y = cumsum(mul(x, w), dim=1)\noutput y\n",
+                                        NULL);
     scanfuse_options o;
     scanfuse_options_init(&o);
     o.device = SCANFUSE_DEVICE_CUDA;
     scanfuse_program *pr = scanfuse_compile(f, &o);
     CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
-    float hx[4] = {1, 2, 3, 4}, hw[1] = {2};
-    float *y = malloc((size_t)(rows * len) * 4);
+    const int64_t nx = col ? n1 : n0; /* the distinct elements of x */
+    float hx[64], hw[1] = {2};
+    for (int64_t i = 0; i < nx; i++) hx[i] = (float)(i + 1);
+    float *y = malloc((size_t)(n0 * n1) * 4);
     void *dx = NULL, *dw = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
-    if (!y || sf_cuda_alloc(0, 16, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+    if (!y || sf_cuda_alloc(0, sizeof hx, &dx, msg, sizeof msg) != SCANFUSE_OK ||
         sf_cuda_alloc(0, 16, &dw, msg, sizeof msg) != SCANFUSE_OK ||
-        sf_cuda_alloc(0, (size_t)(rows * len) * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        sf_cuda_alloc(0, (size_t)(n0 * n1) * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
         CHECKF(false, "expanded inputs: no memory");
         goto done;
     }
     sf_cuda_copy_to_device(0, dx, hx, sizeof hx, msg, sizeof msg);
     sf_cuda_copy_to_device(0, dw, hw, sizeof hw, msg, sizeof msg);
-    int64_t xs[2] = {rows, len}, xst[2] = {1, 0}, ws[1] = {len}, wst[1] = {0};
+    int64_t xs[2] = {n0, n1}, xst[2] = {col ? 0 : 1, col ? 1 : 0}, ws[1] = {n1}, wst[1] = {0};
     scanfuse_dl_tensor in[2] = {{dx, {SCANFUSE_DL_CUDA, 0}, 2, {SCANFUSE_DL_FLOAT, 32, 1}, xs, xst, 0},
                                 {dw, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, ws, wst, 0}};
     scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 2, {SCANFUSE_DL_FLOAT, 32, 1}, xs, NULL, 0};
     CHECK_STATUS(scanfuse_run(pr, in, 2, &ty, 1), SCANFUSE_OK);
-    sf_cuda_copy_to_host(0, y, dy, (size_t)(rows * len) * 4, msg, sizeof msg);
+    sf_cuda_copy_to_host(0, y, dy, (size_t)(n0 * n1) * 4, msg, sizeof msg);
     int64_t bad = 0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t t = 0; t < len; t++) bad += y[r * len + t] != (float)(2 * (r + 1) * (t + 1));
-    CHECKF(bad == 0, "expanded inputs: %lld outputs wrong", (long long)bad);
-    printf("expanded inputs (stride 0 along the scan): %s\n", bad == 0 ? "ok" : "WRONG");
+    for (int64_t r = 0; r < n0; r++)
+        for (int64_t t = 0; t < n1; t++)
+            bad += y[r * n1 + t] != (float)(col ? 2 * (t + 1) * (r + 1) : 2 * (r + 1) * (t + 1));
+    CHECKF(bad == 0, "expanded inputs (%s): %lld outputs wrong", col ? "columns" : "rows", (long long)bad);
+    printf("expanded inputs (stride 0 along the scan, %s): %s\n", col ? "columns" : "rows", bad == 0 ? "ok" : "WRONG");
 done:
     sf_cuda_free(0, dx);
     sf_cuda_free(0, dw);
@@ -2341,7 +2352,8 @@ static void part_b(void) {
         determinism(NULL);
         determinism("row_chunk=1"); /* the chunked row scan, 6 chunks of 791 tiles */
         lookback_variants();
-        expanded_inputs();
+        expanded_inputs(false);
+        expanded_inputs(true);
         chained_runs();
         const char *b = getenv("SF_CUDA_TEST_BIG");
         if (b && strcmp(b, "1") == 0) big();
