@@ -42,20 +42,18 @@ enum {
     SF_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     SF_CU_POINTER_ATTRIBUTE_CONTEXT = 1,
     SF_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
-    SF_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 };
 
 /* cuLaunchKernelEx's configuration (CUlaunchConfig / CUlaunchAttribute of the ABI: the
- * attribute's id padded to 8 bytes, then a 64-byte value union; an int for each of the
- * two attributes used here, programmatic stream serialization and cooperative). */
+ * attribute's id padded to 8 bytes, then a 64-byte value union; an int for the one
+ * attribute used here, programmatic stream serialization). */
 typedef struct sf_CUlaunchAttribute {
     int id;
     char pad_[4];
     union {
         char bytes[64];
         int programmatic_stream_serialization_allowed;
-        int cooperative;
     } value;
 } sf_CUlaunchAttribute;
 typedef struct sf_CUlaunchConfig {
@@ -89,9 +87,6 @@ typedef struct sf_cuda_driver_api {
      * is then not used */
     sf_CUresult (*cuLaunchKernelEx)(const sf_CUlaunchConfig *config, sf_CUfunction fn, void **params,
                                     void **extra);
-    /* NULL when the driver lacks it: a co-resident kernel's grid is then not capped */
-    sf_CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, sf_CUfunction fn, int block_size,
-                                                               size_t dynamic_smem);
     sf_CUresult (*cuMemAlloc)(sf_CUdeviceptr *p, size_t bytes);
     sf_CUresult (*cuMemFree)(sf_CUdeviceptr p);
     sf_CUresult (*cuMemcpyHtoD)(sf_CUdeviceptr dst, const void *src, size_t bytes);

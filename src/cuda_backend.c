@@ -97,22 +97,6 @@ static void cuda_release(sf_program *p) {
     p->backend_state = NULL;
 }
 
-/* A co-resident kernel (the chunked row scan: its blocks wait on each other) runs with
- * at most as many blocks as the device holds at once for it, which the occupancy
- * calculator tells for this module on this device; the kernel reads its grid size at
- * run time.  Its cooperative launch makes the driver refuse, not hang, where that is
- * still too many. */
-static void cap_coresident(cuda_state *s, int i, const sf_cuda_ctx *c, const sf_cuda_driver_api *d) {
-    sf_cuda_kernel *k = &s->pl->k[i];
-    int occ = 0, sms = 0;
-    if (!d->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
-        d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, s->fn[i], (int)k->block, 0) != 0 ||
-        d->cuDeviceGetAttribute(&sms, SF_CU_ATTR_MULTIPROCESSOR_COUNT, c->dev) != 0)
-        return;
-    int64_t cap = (int64_t)occ * sms;
-    if (cap >= 1 && cap < (int64_t)k->grid) k->grid = (unsigned)cap;
-}
-
 /* Loads the module in the current context c and resolves every kernel. */
 static scanfuse_status bind(cuda_state *s, const sf_cuda_ctx *c, char *msg, size_t msglen) {
     const sf_cuda_driver_api *d = sf_cuda_driver(msg, msglen);
@@ -139,7 +123,6 @@ static scanfuse_status bind(cuda_state *s, const sf_cuda_ctx *c, char *msg, size
             sf_msg(msg, msglen, "%s (%s)", m, name);
             return SCANFUSE_ERROR_DEVICE;
         }
-        if (k->coresident) cap_coresident(s, i, c, d);
     }
     return SCANFUSE_OK;
 }
@@ -460,18 +443,11 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     /* programmatic dependent launch: from the run's second kernel on, and for the first
      * too where the plan allows it (pdl_first, cuda_codegen.c) */
     bool pdl = s->pl->pdl && r->d->cuLaunchKernelEx && (r->launches++ > 0 || s->pl->pdl_first);
-    /* a co-resident kernel: cooperative, without PDL (one long kernel: nothing to gain) */
-    bool coop = k->coresident && r->d->cuLaunchKernelEx;
-    if (pdl || coop) {
+    if (pdl) {
         sf_CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
-        if (coop) {
-            attr.id = SF_CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-            attr.value.cooperative = 1;
-        } else {
-            attr.id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attr.value.programmatic_stream_serialization_allowed = 1;
-        }
+        attr.id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_stream_serialization_allowed = 1;
         sf_CUlaunchConfig cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.grid_x = k->grid;

@@ -115,9 +115,6 @@ typedef struct sf_cuda_kernel {
                                            (a leading grid phase), 0: none              */
     bool small_sub;                     /* one of a SMALL kernel's sub-kernels: launched
                                            only when its segment runs node by node      */
-    bool coresident;                    /* its blocks wait on each other (the chunked row
-                                           scan): launched cooperative, the grid capped
-                                           by the occupancy when the module is bound     */
 } sf_cuda_kernel;
 
 /* How a value's memory is provided at run time. */
@@ -172,7 +169,6 @@ typedef struct sf_cg {
     int sms;
     bool *in_seg; /* per node: a compute node of the segment being emitted */
     int seg;      /* the segment being emitted */
-    bool chunk_text; /* sf_row_scan_chunk's text is in the source (cuda_scan_chunk.c) */
 } sf_cg;
 
 /* An element context: where the code being emitted stands in the kernel's iteration
@@ -249,8 +245,6 @@ unsigned sf_cg_grid(int64_t blocks);
  * with its prologue and epilogue, or alone). */
 scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen);
 scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
-/* Puts sf_row_scan_chunk's text into the source, once (cuda_scan_chunk.c). */
-void sf_cg_chunk_skeleton(sf_cg *g);
 /* The MoE combine as a row kernel (cuda_combine.c): sum over dim 1 of [T, K, H] of
  * mul(G, W), G whole rows gathered by take_along_dim along dim 0 (through an
  * index_select of the segment: composed), W one weight per (t, j).  sf_cg_combine_match

@@ -106,9 +106,6 @@ static void drv_load(void) {
     }
     if (!bind_sym(lib, "cuLaunchKernelEx", &drv.cuLaunchKernelEx, sizeof drv.cuLaunchKernelEx))
         drv.cuLaunchKernelEx = NULL; /* optional */
-    if (!bind_sym(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor", &drv.cuOccupancyMaxActiveBlocksPerMultiprocessor,
-                  sizeof drv.cuOccupancyMaxActiveBlocksPerMultiprocessor))
-        drv.cuOccupancyMaxActiveBlocksPerMultiprocessor = NULL; /* optional */
     sf_CUresult r = drv.cuInit(0);
     if (r != 0) {
         char m[SF_ERR_LEN];

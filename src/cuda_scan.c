@@ -532,30 +532,16 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         if (row_kernel) sb = rsb;
         sf_buf_printf(src, "static constexpr int SB = %d; /* staged bytes a step */\n", sb);
         *sbp = sb;
-        /* stage_h (chunk_hint=1 only, an experiment of the chunked row scan): the same
-         * copies under an L2 eviction policy (createpolicy), so that a tile's first
-         * read can ask the L2 to keep it for the second */
-        bool hint = row_kernel && sf_cg_tune("chunk_hint", 0) == 1;
-        for (int h = 0; h <= (hint ? 1 : 0); h++) {
-            if (h)
-                sf_buf_puts(src, "template <int NB> static __device__ __forceinline__ void cp_h(void* s, const void* g, u64 pol) {\n"
-                                 "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\nu64 sa;\n"
-                                 "asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(sa) : \"l\"(s));\n"
-                                 "if constexpr (NB == 16) asm volatile(\"cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\" ::\"r\"((u32)sa), \"l\"(g), \"l\"(pol) : \"memory\");\n"
-                                 "else asm volatile(\"cp.async.ca.shared.global.L2::cache_hint [%0], [%1], %2, %3;\" ::\"r\"((u32)sa), \"l\"(g), \"n\"(NB), \"l\"(pol) : \"memory\");\n"
-                                 "#else\n(void)pol;\nsf_cp_async<NB>(s, g);\n#endif\n}\n");
-            sf_buf_printf(src, "template <int N> static __device__ __forceinline__ void stage%s(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts%s) {\n",
-                          h ? "_h" : "", h ? ", u64 pol" : "");
-            sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
-            for (int op = 0; op < k->nops; op++) {
-                if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
-                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-                if (stg[op] < 0) continue;
-                sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) %s<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo)%s);\n",
-                              raw, op, dim, h ? "cp_h" : "sf_cp_async", raw, stg[op], raw, raw, op, op, h ? ", pol" : "");
-            }
-            sf_buf_puts(src, "}\n");
+        sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void stage(const sf_args& a, const B& b, i64 len, i64 t0, char* s, int rel, int ts) {\n");
+        sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
+        for (int op = 0; op < k->nops; op++) {
+            if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            if (stg[op] < 0) continue;
+            sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) sf_cp_async<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
+                          raw, op, dim, raw, stg[op], raw, raw, op, op);
         }
+        sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
         emit_vec_loads(src, f, k, ld_ops, dim, mode, stg);
@@ -865,63 +851,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int minb = sf_cg_tune("row_minb", stage && !lb && nbc > 0 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
-        /* row_chunk=1: the chunked row scan (cuda_scan_chunk.c), for staged look-back rows
-         * with at least one tile a block of its grid (row_chunk=2: every staged look-back
-         * row, so tests reach it with small inputs).  chunk_na + 1 stages a block (the
-         * tiles being folded, their first copies chunk_na steps ahead, default 1, and the
-         * one being scanned from its second read D steps later: chunk_d, default 1) of
-         * chunk_kb KB each (default 16), strips of 16 bytes, at most 8 a thread; as many
-         * blocks of 256 an SM as the stages leave room for (at most 6, the staged
-         * look-back's 40 registers), all of them resident (a cooperative launch);
-         * chunk_hint=1: the copies under L2 eviction hints (Io::stage_h).  Measured
-         * slower than the look-back in every setting (bench/NOTES.md, sessions 15-16). */
-        int rchunk = sf_cg_tune("row_chunk", 0);
-        if (lb && stage && threads == 256 && (rchunk == 1 || rchunk == 2)) {
-            int d = sf_cg_tune("chunk_d", 1);
-            if (d < 1) d = 1;
-            if (d > 3) d = 3;
-            int ckb = sf_cg_tune("chunk_kb", 16);
-            if (ckb < 1) ckb = 1;
-            if (ckb > 20) ckb = 20;
-            int na = sf_cg_tune("chunk_na", 1); /* first copies in flight a block */
-            if (na < 1) na = 1;
-            if (na > 3) na = 3;
-            int citems = sf_cg_tune("chunk_items", 0);
-            if (citems <= 0 || citems % vec != 0) citems = (int)(ckb * 1024 / (256 * inb)) / vec * vec;
-            if (citems > 8 * vec) citems = 8 * vec;
-            while ((int64_t)(na + 1) * 256 * citems * inb > 40960 && citems > vec) citems -= vec;
-            int64_t ctile = 256 * (int64_t)citems;
-            int64_t ctpr = ceil_div(len, ctile), cnt = rows * ctpr;
-            /* the stages, the block's other arrays, the 1 KB the SM reserves a block;
-             * 228 KB an SM (sm_90) */
-            int64_t sbytes = (na + 1) * ctile * inb + 1536;
-            int nb = (int)(233472 / sbytes < 6 ? 233472 / sbytes : 6);
-            nb = sf_cg_tune("chunk_minb", nb);
-            if (nb > 8) nb = 8;
-            int64_t gsize = (int64_t)sms * nb;
-            if (citems >= vec && (int64_t)(na + 1) * 256 * citems * inb <= 40960 && nb >= 1 &&
-                (cnt >= gsize || rchunk == 2)) {
-                int pq = (int)ceil_div(gsize, 256);
-                k->grid = sf_cg_grid(gsize);
-                k->ntiles = cnt;
-                k->coresident = true;
-                /* the header, then A and L (a state a tile), T and C (one a chunk: at
-                 * most one a tile, + 1), each as self-validating words (8 bytes per 4) */
-                k->scratch_bytes = 16 + (4 * cnt + 2) * 2 * sk.tsize;
-                /* blocks that only run the chunk jobs (chunk_jobs, default 1) */
-                int jobs = sf_cg_tune("chunk_jobs", 1);
-                if (jobs < 0) jobs = 0;
-                if (jobs > 16) jobs = 16;
-                sf_cg_chunk_skeleton(g);
-                sf_buf_printf(src,
-                              "extern \"C\" __global__ void __launch_bounds__(256, %d) k%d(const sf_args a) {\n"
-                              "sf_row_scan_chunk<%s::Op, %s, 256, %d, %d, %d, %d, %d, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                              nb, ki, io, io, citems, vec, d, pq, jobs, excl ? "true" : "false",
-                              sf_cg_tune("chunk_hint", 0) == 1 ? 1 : 0, na, (long long)rows,
-                              (long long)len, (long long)ctpr);
-                return SCANFUSE_OK;
-            }
-        }
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
          * persistent grid, so a tile's look-back wait overlaps the next tile's loads;
          * the two tiles' strip states must fit 32 KB of shared memory */

@@ -22,11 +22,6 @@
  * serialization allowed). */
 unsigned long stub_launches;
 int stub_launch_pdl[64];
-/* ... and whether it was cooperative, and its grid */
-int stub_launch_coop[64];
-unsigned stub_launch_grid[64];
-/* What the occupancy calculator answers: blocks an SM, for any kernel. */
-int stub_occupancy = 4;
 /* What the test sets: when >= 0, device-to-host copies return this byte everywhere
  * instead of the source's bytes (a kernel that "flagged" a run-time error). */
 int stub_dtoh_fill = -1;
@@ -103,12 +98,8 @@ sf_CUresult cuFuncSetAttribute(sf_CUfunction f, int attr, int value) {
     return 0;
 }
 
-static void record(int pdl, int coop, unsigned grid) {
-    if (stub_launches < 64) {
-        stub_launch_pdl[stub_launches] = pdl;
-        stub_launch_coop[stub_launches] = coop;
-        stub_launch_grid[stub_launches] = grid;
-    }
+static void record(int pdl) {
+    if (stub_launches < 64) stub_launch_pdl[stub_launches] = pdl;
     stub_launches++;
 }
 sf_CUresult cuLaunchKernel(sf_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -118,26 +109,18 @@ sf_CUresult cuLaunchKernel(sf_CUfunction f, unsigned gx, unsigned gy, unsigned g
     (void)extra;
     (void)params;
     if (!f || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return 1;
-    record(0, 0, gx);
+    record(0);
     return 0;
 }
 sf_CUresult cuLaunchKernelEx(const sf_CUlaunchConfig *cfg, sf_CUfunction f, void **params, void **extra) {
     (void)extra;
     (void)params;
     if (!cfg || !f || !cfg->grid_x || !cfg->block_x || cfg->block_x > 1024) return 1;
-    int pdl = 0, coop = 0;
-    for (unsigned i = 0; i < cfg->num_attrs; i++) {
+    int pdl = 0;
+    for (unsigned i = 0; i < cfg->num_attrs; i++)
         if (cfg->attrs[i].id == SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
             pdl = cfg->attrs[i].value.programmatic_stream_serialization_allowed != 0;
-        if (cfg->attrs[i].id == SF_CU_LAUNCH_ATTRIBUTE_COOPERATIVE) coop = cfg->attrs[i].value.cooperative != 0;
-    }
-    record(pdl, coop, cfg->grid_x);
-    return 0;
-}
-sf_CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, sf_CUfunction f, int block_size, size_t smem) {
-    (void)smem;
-    if (!blocks || !f || block_size < 1 || block_size > 1024) return 1;
-    *blocks = stub_occupancy;
+    record(pdl);
     return 0;
 }
 

@@ -575,17 +575,6 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
-    /* the chunked row scan (row_chunk, cuda_scan_chunk.c; on the H200 a grid of 791 tile
-     * blocks and one job block at the defaults): fewer tiles than blocks (one chunk); 5
-     * chunks of one row, two first copies in flight under L2 hints; rows of 3 tiles
-     * (row starts at every place in a chunk) with two first copies; rows of 977 tiles
-     * starting inside chunks, scanned 3 steps after their fold, three first copies;
-     * 16-bit steps in tiles of one strip, the jobs run by the tile blocks */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_chunk=2", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S1(4000037), 0, "row_chunk=1,chunk_items=4,chunk_na=2,chunk_hint=1", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S2(300, 7001), 1, "row_chunk=1,chunk_na=2", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 1000003), 1, "row_chunk=1,chunk_d=3,chunk_items=2,chunk_na=3", G_FULL);
-    prog_scans(SCANFUSE_BFLOAT16, S1(2000003), 0, "row_chunk=1,chunk_d=1,chunk_items=8,chunk_jobs=0", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
@@ -2033,15 +2022,15 @@ done:
     free(y);
 }
 
-/* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate; under the
- * defaults (the look-back) and under tune (NULL: the defaults only). */
-static void determinism(const char *tune) {
+/* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate. */
+static void determinism(void) {
     const int64_t n = (int64_t)1 << 24;
-    scanfuse_fusion *f = NULL;
-    scanfuse_program *pr =
-        compile_prog("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, tune, &f);
-    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
-    const char *label = tune ? tune : "the defaults";
+    scanfuse_fusion *f = scanfuse_parse("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    scanfuse_program *pr = scanfuse_compile(f, &o);
+    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
     float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
@@ -2062,7 +2051,7 @@ static void determinism(const char *tune) {
         if (rep == 0) first = h;
         else same = same && h == first;
     }
-    CHECKF(same, "cumsum of 2^24 float32 elements differs between runs (%s)", label);
+    CHECKF(same, "cumsum of 2^24 float32 elements differs between runs");
     /* accuracy: a double-double prefix sum on the host */
     double hi = 0, lo = 0, mag = 0;
     int64_t bad = 0;
@@ -2075,10 +2064,9 @@ static void determinism(const char *tune) {
         double err = fabs((double)y[i] - e);
         if (!(err <= sf_ulp(e, SCANFUSE_FLOAT32) || err <= ldexp(mag, -40))) bad++;
     }
-    CHECKF(bad == 0, "cumsum of 2^24 float32 elements (%s): %lld outputs off by more than 1 ulp", label,
-           (long long)bad);
-    printf("determinism (%s): 10 runs of a 2^24-element float32 cumsum are bit-identical: %s; accurate: %s\n",
-           label, same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
+    CHECKF(bad == 0, "cumsum of 2^24 float32 elements: %lld outputs off by more than 1 ulp", (long long)bad);
+    printf("determinism: 10 runs of a 2^24-element float32 cumsum are bit-identical: %s; accurate: %s\n",
+           same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
 done:
     sf_cuda_free(0, dx);
     sf_cuda_free(0, dy);
@@ -2180,11 +2168,9 @@ done:
  * kernels: the most overlap), on the legacy default stream and on a non-blocking stream
  * of the program's (as PyTorch's are). */
 static void chained_runs(void) {
-    static const struct { const char *text; int64_t rows, cols; int dim, runs; const char *tune; } cs[] = {
-        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6, NULL},
-        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20, NULL},
-        /* the chunked row scan: a co-resident grid, each launch's words stale to the next */
-        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6, "row_chunk=1"},
+    static const struct { const char *text; int64_t rows, cols; int dim, runs; } cs[] = {
+        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6},
+        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20},
     };
     char msg[SF_ERR_LEN];
     void *stream = NULL;
@@ -2198,9 +2184,7 @@ static void chained_runs(void) {
         scanfuse_options_init(&o);
         o.device = SCANFUSE_DEVICE_CUDA;
         o.cuda_stream = on;
-        if (cs[ci].tune) setenv("SCANFUSE_CUDA_TUNE", cs[ci].tune, 1);
         scanfuse_program *pr = scanfuse_compile(f, &o);
-        if (cs[ci].tune) unsetenv("SCANFUSE_CUDA_TUNE");
         bool ok = scanfuse_program_status(pr) == SCANFUSE_OK && (on || c % 2 == 0);
         CHECKF(ok, "chained runs: compile: %s", scanfuse_program_error(pr));
         uint32_t *h = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
@@ -2349,8 +2333,7 @@ static void part_b(void) {
     const char *x = getenv("SF_CUDA_TEST_EXTRAS");
     if (!filter || (x && strcmp(x, "1") == 0)) {
         bad_tensors();
-        determinism(NULL);
-        determinism("row_chunk=1"); /* the chunked row scan, 6 chunks of 791 tiles */
+        determinism();
         lookback_variants();
         expanded_inputs(false);
         expanded_inputs(true);

@@ -13,9 +13,7 @@
  *     SCANFUSE_OK, a flag set by the "kernel" gives SCANFUSE_ERROR_VALUE with the
  *     division-by-zero message;
  *   - an empty tensor launches nothing;
- *   - the MoE routing example runs in at most 4 launches, its first one plain;
- *   - the chunked row scan's kernel launches cooperative, its grid capped by the
- *     occupancy the driver reports.
+ *   - the MoE routing example runs in at most 4 launches, its first one plain.
  * The kernels themselves are checked on a GPU by test_cuda, and in the CPU emulator.
  * Skips (passing) when NVRTC cannot be loaded.
  */
@@ -31,8 +29,7 @@
 #endif
 
 static unsigned long *launches;
-static int *launch_pdl, *dtoh_fill, *launch_coop, *occupancy;
-static unsigned *launch_grid;
+static int *launch_pdl, *dtoh_fill;
 
 static scanfuse_program *compile_cuda(const char *text, const char *tune) {
     scanfuse_fusion *f = scanfuse_parse(text, "<stub>");
@@ -192,34 +189,6 @@ static void moe_plan(void) {
     scanfuse_fusion_free(f);
 }
 
-/* The chunked row scan (row_chunk=1): one cooperative launch without PDL, its grid
- * capped by the occupancy the driver reports (4 blocks an SM here: 528 of the 792 the
- * plan asks for), and not capped where the driver gives no answer. */
-static void coresident(void) {
-    const int64_t n = (int64_t)1 << 22;
-    int64_t shape[1] = {n};
-    char msg[SF_ERR_LEN];
-    void *dx = NULL, *dy = NULL;
-    CHECK_STATUS(sf_cuda_alloc(0, (size_t)n * 4, &dx, msg, sizeof msg), SCANFUSE_OK);
-    CHECK_STATUS(sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg), SCANFUSE_OK);
-    scanfuse_dl_tensor x = f32_tensor(dx, 1, shape, NULL), y = f32_tensor(dy, 1, shape, NULL);
-    static const char text[] = "input x: float32[4194304]\ny = cumsum(x, dim=0)\noutput y\n";
-    for (int variant = 0; variant < 2 && dx && dy; variant++) {
-        *occupancy = variant ? 0 : 4;
-        scanfuse_program *p = compile_cuda(text, "row_chunk=1");
-        *launches = 0;
-        CHECK_STATUS(scanfuse_run(p, &x, 1, &y, 1), SCANFUSE_OK);
-        CHECK_EQ_INT(*launches, 1);
-        CHECK_EQ_INT(launch_coop[0], 1);
-        CHECK_EQ_INT(launch_pdl[0], 0);
-        CHECK_EQ_INT(launch_grid[0], variant ? 792 : 528);
-        scanfuse_program_free(p);
-    }
-    *occupancy = 4;
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-}
-
 int main(void) {
     setenv("SCANFUSE_CUDA_DRIVER", SF_CUDA_STUB_PATH, 1);
     char msg[SF_ERR_LEN];
@@ -234,20 +203,16 @@ int main(void) {
     launches = dlsym(lib, "stub_launches");
     launch_pdl = dlsym(lib, "stub_launch_pdl");
     dtoh_fill = dlsym(lib, "stub_dtoh_fill");
-    launch_coop = dlsym(lib, "stub_launch_coop");
-    launch_grid = dlsym(lib, "stub_launch_grid");
-    occupancy = dlsym(lib, "stub_occupancy");
-    CHECK(launches && launch_pdl && dtoh_fill && launch_coop && launch_grid && occupancy);
+    CHECK(launches && launch_pdl && dtoh_fill);
     CHECK_STATUS(sf_cuda_probe(0, msg, sizeof msg), SCANFUSE_OK);
     CHECKF(sf_test_contains(msg, "stub"), "probe: %s", msg);
     void *d[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++) CHECK_STATUS(sf_cuda_alloc(0, 4096, &d[i], msg, sizeof msg), SCANFUSE_OK);
-    if (launches && launch_pdl && dtoh_fill && launch_coop && launch_grid && occupancy && d[0] && d[1] && d[2]) {
+    if (launches && launch_pdl && dtoh_fill && d[0] && d[1] && d[2]) {
         bad_tensors(d[0], d[1]);
         launches_and_pdl(d[0], d[1]);
         runtime_errors(d[0], d[1], d[2]);
         moe_plan();
-        coresident();
     }
     for (int i = 0; i < 3; i++) sf_cuda_free(0, d[i]);
     return sf_test_finish("test_cuda_stub");
