@@ -2025,12 +2025,9 @@ done:
 /* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate. */
 static void determinism(void) {
     const int64_t n = (int64_t)1 << 24;
-    scanfuse_fusion *f = scanfuse_parse("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
-    scanfuse_options o;
-    scanfuse_options_init(&o);
-    o.device = SCANFUSE_DEVICE_CUDA;
-    scanfuse_program *pr = scanfuse_compile(f, &o);
-    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr = compile_prog("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
@@ -2078,11 +2075,8 @@ done:
 
 /* A misaligned device pointer is rejected; a tensor on the CPU is rejected. */
 static void bad_tensors(void) {
-    scanfuse_fusion *f = scanfuse_parse("input x: float32[8]\ny = cumsum(x, dim=0)\noutput y\n", NULL);
-    scanfuse_options o;
-    scanfuse_options_init(&o);
-    o.device = SCANFUSE_DEVICE_CUDA;
-    scanfuse_program *pr = scanfuse_compile(f, &o);
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr = compile_prog("input x: float32[8]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
     void *d = NULL;
     char msg[SF_ERR_LEN];
     if (sf_cuda_alloc(0, 256, &d, msg, sizeof msg) == SCANFUSE_OK) {
@@ -2114,16 +2108,13 @@ static void bad_tensors(void) {
  * Exact either way. */
 static void expanded_inputs(bool col) {
     const int64_t n0 = col ? 3000 : 4, n1 = col ? 64 : 30001;
-    scanfuse_fusion *f = scanfuse_parse(col ? "input x: float32[3000, 64]\ninput w: float32[64]\n"
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr = compile_prog(col ? "input x: float32[3000, 64]\ninput w: float32[64]\n"
                                               "y = cumsum(mul(x, w), dim=0)\noutput y\n"
                                             : "input x: float32[4, 30001]\ninput w: float32[30001]\n"
                                               "y = cumsum(mul(x, w), dim=1)\noutput y\n",
-                                        NULL);
-    scanfuse_options o;
-    scanfuse_options_init(&o);
-    o.device = SCANFUSE_DEVICE_CUDA;
-    scanfuse_program *pr = scanfuse_compile(f, &o);
-    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+                                        SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     const int64_t nx = col ? n1 : n0; /* the distinct elements of x */
     float hx[64], hw[1] = {2};
     for (int64_t i = 0; i < nx; i++) hx[i] = (float)(i + 1);
@@ -2241,12 +2232,9 @@ static void chained_runs(void) {
 /* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
 static void big(void) {
     const int64_t n = ((int64_t)1 << 31) + 7;
-    scanfuse_fusion *f = scanfuse_parse("input x: uint8[2147483655]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", NULL);
-    scanfuse_options o;
-    scanfuse_options_init(&o);
-    o.device = SCANFUSE_DEVICE_CUDA;
-    scanfuse_program *pr = scanfuse_compile(f, &o);
-    CHECKF(scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", scanfuse_program_error(pr));
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr = compile_prog("input x: uint8[2147483655]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     uint8_t *x = malloc((size_t)n);
     int32_t *y = malloc((size_t)n * 4);
     void *dx = NULL, *dy = NULL;
