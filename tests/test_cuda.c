@@ -2138,7 +2138,7 @@ static void expanded_inputs(bool col) {
     int64_t bad = 0;
     for (int64_t r = 0; r < n0; r++)
         for (int64_t t = 0; t < n1; t++)
-            bad += y[r * n1 + t] != (float)(col ? 2 * (t + 1) * (r + 1) : 2 * (r + 1) * (t + 1));
+            bad += y[r * n1 + t] != (float)(2 * (r + 1) * (t + 1)); /* both shapes */
     CHECKF(bad == 0, "expanded inputs (%s): %lld outputs wrong", col ? "columns" : "rows", (long long)bad);
     printf("expanded inputs (stride 0 along the scan, %s): %s\n", col ? "columns" : "rows", bad == 0 ? "ok" : "WRONG");
 done:
