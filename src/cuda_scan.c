@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,col_rts=0,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -51,6 +51,8 @@
  * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
+ * Experiments, off by default: col_rts=1 (column scans in two kernels, col_rts_mb the
+ * inputs' limit in MB, cuda_col_rts.c).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
  * launched without it, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -954,6 +956,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (cminb > 8) cminb = 8;
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
+        /* col_rts=1: two kernels and no look-back where the L2 may hold the inputs
+         * (cuda_col_rts.c, an experiment) */
+        if (sf_cg_col_rts_wanted(nchunks, len * ncols * inb)) {
+            const sf_col_rts_shape rs = {io, lbs, w, rg, l, sk.tsize, excl, stage, ncols, len, nchunks, ncb};
+            sf_cg_col_rts(g, ki, anchor, &rs);
+            return SCANFUSE_OK;
+        }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
                       "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
