@@ -369,6 +369,19 @@ sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node) {
     return k;
 }
 
+sf_cuda_kernel *sf_cg_twin_kernel(sf_cg *g, int ki, sf_cuda_kkind kind) {
+    sf_cuda_kernel *k2 = sf_cg_new_kernel(g, kind, g->pl->k[ki].node);
+    const sf_cuda_kernel *k = &g->pl->k[ki];
+    k2->ndim = k->ndim;
+    k2->ndim2 = k->ndim2;
+    memcpy(k2->shape, k->shape, sizeof k->shape);
+    memcpy(k2->shape2, k->shape2, sizeof k->shape2);
+    k2->nops = k->nops;
+    memcpy(k2->ops, k->ops, sizeof k->ops);
+    k2->scratch_bytes = -1;
+    return k2;
+}
+
 int sf_cg_err_slot(sf_cg *g) {
     g->pl->may_fail = true;
     return g->pl->nerr++;

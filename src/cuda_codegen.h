@@ -238,6 +238,9 @@ void sf_cg_store(sf_cg_ectx *e, int32_t v);
 bool sf_cg_stored(const sf_cg *g, int32_t v);
 /* A new kernel record of the plan (zeroed, out_index -1 in every operand later added). */
 sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node);
+/* A new kernel on kernel ki's operands and shapes, run right after it and sharing its
+ * scratch (a reduction's finish, a column scan's second kernel). */
+sf_cuda_kernel *sf_cg_twin_kernel(sf_cg *g, int ki, sf_cuda_kkind kind);
 /* An error slot for a fallible kernel. */
 int sf_cg_err_slot(sf_cg *g);
 unsigned sf_cg_grid(int64_t blocks);
@@ -258,7 +261,7 @@ typedef struct sf_col_rts_shape {
 bool sf_cg_col_rts_wanted(int64_t nchunks, int64_t in_bytes);
 /* Kernel ki (the scan's, its Io emitted) and a second kernel after it, both k-kind
  * SF_CUK_SCAN_COL, the second sharing the first's scratch; their text into the source. */
-void sf_cg_col_rts(sf_cg *g, int ki, int anchor, const sf_col_rts_shape *s);
+void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s);
 scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
 /* The MoE combine as a row kernel (cuda_combine.c): sum over dim 1 of [T, K, H] of
  * mul(G, W), G whole rows gathered by take_along_dim along dim 0 (through an

@@ -2,15 +2,18 @@
  * cuda_col_rts.c — column scans in two kernels (tuning col_rts=1: an experiment of issue
  * 5, off by default; bench/NOTES.md, session 17).  A column scan of the look-back
  * (sf_col_tile_scan) makes each tile wait for the aggregates of the earlier chunks of its
- * columns; in a grid of a few waves those arrive in no useful order, and the measured
- * kernel is bound by those waits, not by its bytes or instructions.  Here the first
+ * columns; in a grid of a few waves those arrive in no useful order, and the H200
+ * measurements point at those waits rather than its bytes or instructions.  Here the first
  * kernel folds every tile and stores the aggregates; the second reads the tiles again
  * (the L2 holds inputs of some tens of MB, so the DRAM sees about one read) and scans
  * them with prefixes that are all there.  The kernel boundary (with programmatic
  * dependent launch, cuda_codegen.c) is the only wait.
  *
- * Used for scans along an outer dim of at most 64 chunks whose inputs take at most
- * col_rts_mb MB (default 40); otherwise the look-back kernel.  The skeleton's text goes
+ * Under col_rts=1, used for scans along an outer dim of at most 64 chunks whose inputs
+ * take at most col_rts_mb MB (default 40); otherwise the look-back kernel.  Its tile
+ * walk and passes repeat sf_col_tile_scan's (cuda_skeletons.c) rather than share them,
+ * so that the default kernels' text stays the one validated on the GPU until this is
+ * measured: if it wins, the two merge; if not, this file goes.  The skeleton's text goes
  * into a source once, only when a kernel uses it, so other kernels' sources (and their
  * cache keys) do not change.
  */
@@ -128,7 +131,7 @@ bool sf_cg_col_rts_wanted(int64_t nchunks, int64_t in_bytes) {
     return nchunks > 1 && nchunks <= 64 && in_bytes <= (mb << 20);
 }
 
-void sf_cg_col_rts(sf_cg *g, int ki, int anchor, const sf_col_rts_shape *s) {
+void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s) {
     sf_buf *src = g->src;
     if (!g->rts_text) {
         g->rts_text = true;
@@ -143,17 +146,9 @@ void sf_cg_col_rts(sf_cg *g, int ki, int anchor, const sf_col_rts_shape *s) {
     k->grid = sf_cg_grid(s->nchunks * s->ncb);
     k->ntiles = 0; /* static tile order: no tickets */
     k->scratch_bytes = 16 + s->nchunks * s->ncb * s->w * s->tsize; /* the aggregates */
-    sf_cuda_kernel *k2 = sf_cg_new_kernel(g, SF_CUK_SCAN_COL, anchor);
+    sf_cuda_kernel *k2 = sf_cg_twin_kernel(g, ki, SF_CUK_SCAN_COL); /* reads the aggregates */
     k = &g->pl->k[ki];
-    k2->ndim = k->ndim;
-    k2->ndim2 = k->ndim2;
-    memcpy(k2->shape, k->shape, sizeof k->shape);
-    memcpy(k2->shape2, k->shape2, sizeof k->shape2);
-    k2->nops = k->nops;
-    memcpy(k2->ops, k->ops, sizeof k->ops);
-    k2->block = 256;
     k2->grid = k->grid;
-    k2->scratch_bytes = -1; /* reads the aggregates the kernel before it stored */
     /* the second kernel at most 6 blocks an SM: at 8 (32 registers) the prefix and
      * pass two spill (28 bytes, bfloat16 [4096, 4096]); 40 registers do not */
     const char *lbs2 = strcmp(s->lbs, ", 8") == 0 || strcmp(s->lbs, ", 7") == 0 ? ", 6" : s->lbs;

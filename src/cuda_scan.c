@@ -960,7 +960,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * (cuda_col_rts.c, an experiment) */
         if (sf_cg_col_rts_wanted(nchunks, len * ncols * inb)) {
             const sf_col_rts_shape rs = {io, lbs, w, rg, l, sk.tsize, excl, stage, ncols, len, nchunks, ncb};
-            sf_cg_col_rts(g, ki, anchor, &rs);
+            sf_cg_col_rts(g, ki, &rs);
             return SCANFUSE_OK;
         }
         sf_buf_printf(src,
@@ -1260,16 +1260,9 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     }
     if (nsplit > 1) {
         k->scratch_bytes = nout * nsplit * tsize;
-        sf_cuda_kernel *k2 = sf_cg_new_kernel(g, SF_CUK_RED_FINISH, anchor);
-        k = &g->pl->k[ki]; /* (same array; kept for clarity) */
-        k2->ndim = k->ndim;
-        k2->ndim2 = k->ndim2;
-        memcpy(k2->shape, k->shape, sizeof k->shape);
-        memcpy(k2->shape2, k->shape2, sizeof k->shape2);
-        k2->nops = k->nops;
-        memcpy(k2->ops, k->ops, sizeof k->ops);
+        sf_cuda_kernel *k2 = sf_cg_twin_kernel(g, ki, SF_CUK_RED_FINISH);
+        k = &g->pl->k[ki];
         k2->grid = sf_cg_grid(ceil_div(nout, 256));
-        k2->scratch_bytes = -1; /* shares the kernel before it */
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
                       "sf_red_finish<%s::Op, %s>(a, %lldll, %lldll, %s);\n}\n\n",
