@@ -254,7 +254,7 @@ typedef struct sf_col_rts_shape {
     const char *io;  /* the Io struct's name */
     const char *lbs; /* launch bounds after the block size ("" or ", B") */
     int w, rg, l, tsize;
-    bool excl, stage;
+    bool excl, stage, hint; /* hint: the Io has col_stage_h */
     int64_t ncols, len, nchunks, ncb;
 } sf_col_rts_shape;
 /* Whether a column scan of nchunks chunks over in_bytes of inputs runs in two kernels. */

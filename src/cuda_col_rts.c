@@ -10,7 +10,8 @@
  * dependent launch, cuda_codegen.c) is the only wait.
  *
  * Under col_rts=1, used for scans along an outer dim of at most 64 chunks whose inputs
- * take at most col_rts_mb MB (default 40); otherwise the look-back kernel.  Its tile
+ * take at most col_rts_mb MB (default 40); otherwise the look-back kernel; the copies
+ * under L2 eviction hints (col_rts_hint=0: without).  Its tile
  * walk and passes repeat sf_col_tile_scan's (cuda_skeletons.c) rather than share them,
  * so that the default kernels' text stays the one validated on the GPU until this is
  * measured: if it wins, the two merge; if not, this file goes.  The skeleton's text goes
@@ -30,7 +31,19 @@ static const char *const rts_skeleton[] = {
     "// its column block (each row group a fixed slice, in index order: the same bits on every",
     "// run), and writes the scan.  No tile waits on another: the kernel boundary is the only",
     "// wait.  Static tile order (no tickets): nothing waits, so no order is needed.",
-    "template <class Op, class Io, int W, int RG, int L, bool EXCL, bool STAGE, int PASS>",
+    "// HINT: the copies under an L2 policy (Io::col_stage_h), evict-last in the first kernel",
+    "// and evict-first in the second, so that the second kernel's writes do not push out",
+    "// the tiles it has yet to read.",
+    "__device__ __forceinline__ u64 sf_l2_policy(bool last) {",
+    "    u64 p = 0;",
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800",
+    "    if (last) asm volatile(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" : \"=l\"(p));",
+    "    else asm volatile(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" : \"=l\"(p));",
+    "#endif",
+    "    (void)last;",
+    "    return p;",
+    "}",
+    "template <class Op, class Io, int W, int RG, int L, bool EXCL, bool STAGE, int PASS, bool HINT = false>",
     "__device__ __forceinline__ void sf_col_rts(const sf_args& a, i64 ncols, i64 len, i64 nchunks, i64 ncb) {",
     "    typedef typename Op::T T;",
     "    static_assert(PASS == 1 || PASS == 2, \"two passes\");",
@@ -42,6 +55,8 @@ static const char *const rts_skeleton[] = {
     "    const int c = (int)threadIdx.x % W, rg = (int)threadIdx.x / W;",
     "    const i64 ntiles = nchunks * ncb;",
     "    T* Ag = (T*)(a.scratch + 16); /* tile t's aggregate of its column c at t * W + c */",
+    "    const u64 pol = HINT ? sf_l2_policy(PASS == 1) : 0;",
+    "    (void)pol;",
     "    for (i64 tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {",
     "        const i64 ch = tile / ncb, cb = tile - ch * ncb;",
     "        const i64 col = cb * W + c;",
@@ -51,7 +66,9 @@ static const char *const rts_skeleton[] = {
     "        const i64 t0 = ch * (i64)NS + (i64)rg * L, tt0 = ch * (i64)NS;",
     "        bool stg = false;",
     "        if (STAGE) {",
-    "            stg = (cb + 1) * W <= ncols && tt0 + NS <= len && Io::template col_stage<W, NS, RG * W>(a, cb * W, len, tt0, s_stage);",
+    "            stg = (cb + 1) * W <= ncols && tt0 + NS <= len;",
+    "            if constexpr (HINT) stg = stg && Io::template col_stage_h<W, NS, RG * W>(a, cb * W, len, tt0, s_stage, pol);",
+    "            else stg = stg && Io::template col_stage<W, NS, RG * W>(a, cb * W, len, tt0, s_stage);",
     "            if (stg) {",
     "                sf_cp_async_wait();",
     "                __syncthreads();",
@@ -155,8 +172,8 @@ void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s) {
     for (int pass = 1; pass <= 2; pass++)
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
-                      "sf_col_rts<%s::Op, %s, %d, %d, %d, %s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                      "sf_col_rts<%s::Op, %s, %d, %d, %d, %s, %s, %d%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
                       pass == 1 ? s->lbs : lbs2, ki + pass - 1, s->io, s->io, s->w, s->rg, s->l, s->excl ? "true" : "false",
-                      s->stage ? "true" : "false", pass, (long long)s->ncols, (long long)s->len, (long long)s->nchunks,
+                      s->stage ? "true" : "false", pass, s->hint && s->stage ? ", true" : "", (long long)s->ncols, (long long)s->len, (long long)s->nchunks,
                       (long long)s->ncb);
 }
