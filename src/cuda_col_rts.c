@@ -10,13 +10,13 @@
  * dependent launch, cuda_codegen.c) is the only wait.
  *
  * Under col_rts=1, used for scans along an outer dim of at most 64 chunks whose inputs
- * take at most col_rts_mb MB (default 40); otherwise the look-back kernel; the copies
- * under L2 eviction hints (col_rts_hint=0: without).  Its tile
- * walk and passes repeat sf_col_tile_scan's (cuda_skeletons.c) rather than share them,
- * so that the default kernels' text stays the one validated on the GPU until this is
- * measured: if it wins, the two merge; if not, this file goes.  The skeleton's text goes
- * into a source once, only when a kernel uses it, so other kernels' sources (and their
- * cache keys) do not change.
+ * take at most col_rts_mb MB (default 40), otherwise the look-back kernel; the copies go
+ * under L2 eviction hints (col_rts_hint=0: without).  Its tile walk and passes repeat
+ * sf_col_tile_scan's (cuda_skeletons.c) rather than share them, so that the default
+ * kernels' text stays the one validated on the GPU until this is measured: if it wins,
+ * the two merge; if not, this file goes.  The skeleton's text goes into a source once,
+ * only when a kernel uses it, so other kernels' sources (and their cache keys) do not
+ * change.
  */
 #include "cuda_codegen.h"
 
@@ -24,7 +24,7 @@
 
 static const char *const rts_skeleton[] = {
     "// Column scans in two kernels (col_rts=1, an experiment of issue 5, off by default;",
-    "// cuda_scan.c), for inputs the L2 can hold: PASS 1 folds every tile (the same pass one",
+    "// cuda_col_rts.c), for inputs the L2 can hold: PASS 1 folds every tile (the same pass one",
     "// and row-group exchange as sf_col_tile_scan) and stores its per-column aggregates in",
     "// the scratch; PASS 2, launched after it, reads each tile again (from the L2 if it kept",
     "// it), takes the tile's prefix as the fold of the aggregates of the earlier chunks of",
@@ -162,7 +162,7 @@ void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s) {
     k->block = 256;
     k->grid = sf_cg_grid(s->nchunks * s->ncb);
     k->ntiles = 0; /* static tile order: no tickets */
-    k->scratch_bytes = 16 + s->nchunks * s->ncb * s->w * s->tsize; /* the aggregates */
+    k->scratch_bytes = 16 + s->nchunks * s->ncb * s->w * s->tsize; /* the aggregates after 16 bytes */
     sf_cuda_kernel *k2 = sf_cg_twin_kernel(g, ki, SF_CUK_SCAN_COL); /* reads the aggregates */
     k = &g->pl->k[ki];
     k2->grid = k->grid;
@@ -173,7 +173,7 @@ void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s) {
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
                       "sf_col_rts<%s::Op, %s, %d, %d, %d, %s, %s, %d%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                      pass == 1 ? s->lbs : lbs2, ki + pass - 1, s->io, s->io, s->w, s->rg, s->l, s->excl ? "true" : "false",
-                      s->stage ? "true" : "false", pass, s->hint && s->stage ? ", true" : "", (long long)s->ncols, (long long)s->len, (long long)s->nchunks,
-                      (long long)s->ncb);
+                      pass == 1 ? s->lbs : lbs2, ki + pass - 1, s->io, s->io, s->w, s->rg, s->l,
+                      s->excl ? "true" : "false", s->stage ? "true" : "false", pass, s->hint && s->stage ? ", true" : "",
+                      (long long)s->ncols, (long long)s->len, (long long)s->nchunks, (long long)s->ncb);
 }
