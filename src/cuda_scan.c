@@ -52,7 +52,8 @@
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Experiments, off by default: col_rts=1 (column scans in two kernels, col_rts_mb the
- * inputs' limit in MB, col_rts_hint=0 without L2 hints, cuda_col_rts.c).
+ * inputs' limit in MB, col_rts_hint=0 without L2 hints, cuda_rts.c), row_rts=1 (rows
+ * the same, row_rts_mb).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
  * launched without it, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -226,7 +227,7 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
  *                 unrolled, so each piece is one address add and one cp.async) and
  *                 returns true.
  *   col_stage_h:  the same, the copies under the L2 policy pol (emitted with hint: the
- *                 two-kernel column scan's, cuda_col_rts.c).
+ *                 two-kernel column scan's, cuda_rts.c).
  *   ld_col_s<N>:  steps t0 .. t0 + N - 1 of column c of a staged tile starting at tt0,
  *                 as ld_items does. */
 static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ld_ops, int dim,
@@ -584,7 +585,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                               op, dim, op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
-        /* col_rts=1 (cuda_col_rts.c): also col_stage_h, the copies under an L2 policy
+        /* col_rts=1 (cuda_rts.c): also col_stage_h, the copies under an L2 policy
          * (col_rts_hint=0: not) */
         const bool hint = !row_kernel && sf_cg_tune("col_rts", 0) == 1 && sf_cg_tune("col_rts_hint", 1) == 1;
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem, hint);
@@ -882,6 +883,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
+        /* row_rts=1: two kernels and no look-back where the L2 may hold the inputs
+         * (cuda_rts.c, an experiment) */
+        if (lb && sf_cg_row_rts_wanted(tpr, rows * len * inb)) {
+            const sf_row_rts_shape rs = {io, threads, bps, items, vec, sk.tsize, excl, stage, rows, len, tpr};
+            sf_cg_row_rts(g, ki, &rs);
+            return SCANFUSE_OK;
+        }
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
@@ -971,7 +979,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
         /* col_rts=1: two kernels and no look-back where the L2 may hold the inputs
-         * (cuda_col_rts.c, an experiment) */
+         * (cuda_rts.c, an experiment) */
         if (sf_cg_col_rts_wanted(nchunks, len * ncols * inb)) {
             const sf_col_rts_shape rs = {io, lbs, w, rg, l, sk.tsize, excl, stage, sf_cg_tune("col_rts_hint", 1) == 1,
                                          ncols, len, nchunks, ncb};

@@ -11,8 +11,8 @@
 # more inputs),
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
-# (row_stage1=1), one-tile rows of 128 threads (row_threads=128), column scans in two
-# kernels (col_rts=1: both kernels run, the second after the first).  No GPU needed: a CTest
+# (row_stage1=1), one-tile rows of 128 threads (row_threads=128), scans in two kernels
+# (col_rts=1, row_rts=1: both kernels run, the second after the first).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,7 @@ printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40
 fail=0
 n=0
 for prog in f32 i64rows f16 cummax fused widths; do
-    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
+    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 row_rts=1 \
                 row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
         n=$((n + 1))
         if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
@@ -63,7 +63,7 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 pdl=1" "bfw4 row_stage1=0" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
             "bfw row_stage1=0,row_threads=128" "bfwl pdl=1" "col col_rts=1" "coli col_rts=1" "colbw col_rts=1" \
-            "col3b col_rts=1" "col col_rts=1,col_stage=0"; do
+            "col3b col_rts=1" "col col_rts=1,col_stage=0" "bfwl row_rts=1" "fused row_rts=1,row_stage=0"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
