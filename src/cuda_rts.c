@@ -15,10 +15,10 @@
  *
  * Under col_rts=1, used for scans along an outer dim of at most 64 chunks whose inputs
  * take at most col_rts_mb MB (default 40), otherwise the look-back kernel; the copies go
- * under L2 eviction hints (col_rts_hint=0: without).  The column tile walk and passes
- * repeat sf_col_tile_scan's (cuda_skeletons.c) rather than share them, so that the default
- * kernels' text stays the one validated on the GPU until this is measured: if it wins,
- * the two merge; if not, this file goes.  The skeleton's text goes into a source once,
+ * under L2 eviction hints (col_rts_hint=0: without).  The tile walks and passes repeat
+ * sf_col_tile_scan's and sf_row_scan's (cuda_skeletons.c) rather than share them, so
+ * that the default kernels' text stays the one validated on the GPU until this is
+ * measured: if it wins, they merge; if not, this file goes.  The skeleton's text goes into a source once,
  * only when a kernel uses it, so other kernels' sources (and their cache keys) do not
  * change.
  */
