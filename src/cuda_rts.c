@@ -1,26 +1,27 @@
 /*
- * cuda_rts.c — scans in two kernels, reduce then scan (tunings col_rts=1 and
- * row_rts=1: experiments of issue 5, off by default; bench/NOTES.md, session 17).  A column scan of the look-back
- * (sf_col_tile_scan) makes each tile wait for the aggregates of the earlier chunks of its
- * columns; in a grid of a few waves those arrive in no useful order, and the H200
- * measurements point at those waits rather than its bytes or instructions.  Here the first
- * kernel folds every tile and stores the aggregates; the second reads the tiles again
- * (the L2 holds inputs of some tens of MB, so the DRAM sees about one read) and scans
- * them with prefixes that are all there.  The kernel boundary (with programmatic
- * dependent launch, cuda_codegen.c) is the only wait.
+ * cuda_rts.c — scans in two kernels, reduce then scan (tunings col_rts=1 and row_rts=1:
+ * experiments of issue 5, off by default; bench/NOTES.md, session 17, entry 6).
  *
- * Look-back rows the same (row_rts=1): the first kernel stores each tile's total, the
- * second folds the totals of a row's earlier tiles; rows of at most 64 tiles whose
- * inputs take at most row_rts_mb MB (default 40).
+ * A column scan of the look-back (sf_col_tile_scan) makes each tile wait for the
+ * aggregates of the earlier chunks of its columns; in a grid of a few waves those arrive
+ * in no useful order, and the H200 measurements point at those waits rather than its
+ * bytes or instructions.  Here the first kernel folds every tile and stores the
+ * aggregates; the second reads the tiles again (the L2 holds inputs of some tens of MB,
+ * so the DRAM sees about one read) and scans them with prefixes that are all there.  The
+ * kernel boundary (with programmatic dependent launch, cuda_codegen.c) is the only wait.
+ * Look-back rows the same: the first kernel stores each tile's total, the second folds
+ * the totals of a row's earlier tiles.
  *
- * Under col_rts=1, used for scans along an outer dim of at most 64 chunks whose inputs
- * take at most col_rts_mb MB (default 40), otherwise the look-back kernel; the copies go
- * under L2 eviction hints (col_rts_hint=0: without).  The tile walks and passes repeat
- * sf_col_tile_scan's and sf_row_scan's (cuda_skeletons.c) rather than share them, so
- * that the default kernels' text stays the one validated on the GPU until this is
- * measured: if it wins, they merge; if not, this file goes.  The skeleton's text goes into a source once,
- * only when a kernel uses it, so other kernels' sources (and their cache keys) do not
- * change.
+ * Under col_rts=1: scans along an outer dim of at most 64 chunks whose inputs take at
+ * most col_rts_mb MB (default 40), the copies under L2 eviction hints (col_rts_hint=0:
+ * without).  Under row_rts=1: look-back rows of at most 64 tiles, inputs of at most
+ * row_rts_mb MB (default 40).  Otherwise the look-back kernels.
+ *
+ * The tile walks and passes repeat sf_col_tile_scan's and sf_row_scan's
+ * (cuda_skeletons.c) rather than share them, so that the default kernels' text stays the
+ * one validated on the GPU until this is measured: if it wins, they merge; if not, this
+ * file goes.  The skeletons' text goes into a source once, only when a kernel uses it,
+ * so other kernels' sources (and their cache keys) do not change.
  */
 #include "cuda_codegen.h"
 
