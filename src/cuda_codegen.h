@@ -239,7 +239,7 @@ bool sf_cg_stored(const sf_cg *g, int32_t v);
 /* A new kernel record of the plan (zeroed, out_index -1 in every operand later added). */
 sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node);
 /* A new kernel on kernel ki's operands and shapes, run right after it and sharing its
- * scratch (a reduction's finish, a column scan's second kernel). */
+ * scratch (a reduction's finish, the second kernel of a scan in two). */
 sf_cuda_kernel *sf_cg_twin_kernel(sf_cg *g, int ki, sf_cuda_kkind kind);
 /* An error slot for a fallible kernel. */
 int sf_cg_err_slot(sf_cg *g);
@@ -248,6 +248,7 @@ unsigned sf_cg_grid(int64_t blocks);
 /* Scans and reductions (cuda_scan.c): the kernels of a SCAN or REDUCE segment (anchor
  * with its prologue and epilogue, or alone). */
 scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen);
+scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
 
 /* Column scans in two kernels (cuda_rts.c; tuning col_rts=1, an experiment). */
 typedef struct sf_col_rts_shape {
@@ -259,7 +260,7 @@ typedef struct sf_col_rts_shape {
 } sf_col_rts_shape;
 /* Whether a column scan of nchunks chunks over in_bytes of inputs runs in two kernels. */
 bool sf_cg_col_rts_wanted(int64_t nchunks, int64_t in_bytes);
-/* Kernel ki (the scan's, its Io emitted) and a second kernel after it, both k-kind
+/* Kernel ki (the scan's, its Io emitted) and a second kernel after it, both of kind
  * SF_CUK_SCAN_COL, the second sharing the first's scratch; their text into the source. */
 void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s);
 /* Row scans in two kernels (cuda_rts.c; tuning row_rts=1, an experiment). */
@@ -273,7 +274,7 @@ typedef struct sf_row_rts_shape {
 bool sf_cg_row_rts_wanted(int64_t tpr, int64_t in_bytes);
 /* As sf_cg_col_rts, for kernel ki, a look-back row scan. */
 void sf_cg_row_rts(sf_cg *g, int ki, const sf_row_rts_shape *s);
-scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
+
 /* The MoE combine as a row kernel (cuda_combine.c): sum over dim 1 of [T, K, H] of
  * mul(G, W), G whole rows gathered by take_along_dim along dim 0 (through an
  * index_select of the segment: composed), W one weight per (t, j).  sf_cg_combine_match

@@ -1,7 +1,7 @@
 /* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks its first
- * SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, and the second
- * kernel of a scan in two (cuda_rts.c), run as a grid of
- * one block, which then takes every tile in turn), writes the full CUDA source (src.cu), the
+ * SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, with the second
+ * kernel of a scan in two, cuda_rts.c, run as a grid of one block, which then takes
+ * every tile in turn), writes the full CUDA source (src.cu), the
  * parameter layout the launcher would pack (launch.inc: every buffer contiguous), the
  * block size (nt), random inputs and the reference's outputs.
  * Usage: gen PROGRAM DIR [irange] [ties] [seed] */

@@ -20,7 +20,7 @@ struct Word { int kind; long long a, b; };
 static PARAM g_P;
 static void body(void) { KERNEL(g_P); }
 #ifdef KERNEL2
-static void body2(void) { KERNEL2(g_P); } /* a column scan's second kernel */
+static void body2(void) { KERNEL2(g_P); } /* the second kernel of a scan in two */
 #endif
 int main(int argc, char **argv) {
     const char *dir = argv[1];
