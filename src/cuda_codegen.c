@@ -1550,7 +1550,7 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         sf_msg(msg, msglen, "cuda: out of memory");
         return SCANFUSE_ERROR_MEMORY;
     }
-    sf_cg g = {f, pl, &src, pl->sms, in_seg, -1, false};
+    sf_cg g = {f, pl, &src, pl->sms, in_seg, -1};
     scanfuse_status st = SCANFUSE_OK;
     for (int s = 0; s < p->nsegments && st == SCANFUSE_OK; s++) {
         const sf_segment *seg = &p->segments[s];

@@ -169,7 +169,6 @@ typedef struct sf_cg {
     int sms;
     bool *in_seg; /* per node: a compute node of the segment being emitted */
     int seg;      /* the segment being emitted */
-    bool rts_text; /* sf_col_rts's and sf_row_rts's text is in the source (cuda_rts.c) */
 } sf_cg;
 
 /* An element context: where the code being emitted stands in the kernel's iteration
@@ -239,7 +238,7 @@ bool sf_cg_stored(const sf_cg *g, int32_t v);
 /* A new kernel record of the plan (zeroed, out_index -1 in every operand later added). */
 sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node);
 /* A new kernel on kernel ki's operands and shapes, run right after it and sharing its
- * scratch (a reduction's finish, the second kernel of a scan in two). */
+ * scratch (a reduction's finish). */
 sf_cuda_kernel *sf_cg_twin_kernel(sf_cg *g, int ki, sf_cuda_kkind kind);
 /* An error slot for a fallible kernel. */
 int sf_cg_err_slot(sf_cg *g);
@@ -249,32 +248,6 @@ unsigned sf_cg_grid(int64_t blocks);
  * with its prologue and epilogue, or alone). */
 scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen);
 scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen);
-
-/* Column scans in two kernels (cuda_rts.c; tuning col_rts=1, an experiment). */
-typedef struct sf_col_rts_shape {
-    const char *io;  /* the Io struct's name */
-    const char *lbs; /* launch bounds after the block size ("" or ", B") */
-    int w, rg, l, tsize;
-    bool excl, stage, hint; /* hint: the Io has col_stage_h */
-    int64_t ncols, len, nchunks, ncb;
-} sf_col_rts_shape;
-/* Whether a column scan of nchunks chunks over in_bytes of inputs runs in two kernels. */
-bool sf_cg_col_rts_wanted(int64_t nchunks, int64_t in_bytes);
-/* Kernel ki (the scan's, its Io emitted) and a second kernel after it, both of kind
- * SF_CUK_SCAN_COL, the second sharing the first's scratch; their text into the source. */
-void sf_cg_col_rts(sf_cg *g, int ki, const sf_col_rts_shape *s);
-/* Row scans in two kernels (cuda_rts.c; tuning row_rts=1, an experiment). */
-typedef struct sf_row_rts_shape {
-    const char *io;
-    int threads, bps, items, vec, tsize;
-    bool excl, stage;
-    int64_t rows, len, tpr;
-} sf_row_rts_shape;
-/* Whether look-back rows of tpr tiles over in_bytes of inputs run in two kernels. */
-bool sf_cg_row_rts_wanted(int64_t tpr, int64_t in_bytes);
-/* As sf_cg_col_rts, for kernel ki, a look-back row scan. */
-void sf_cg_row_rts(sf_cg *g, int ki, const sf_row_rts_shape *s);
-
 /* The MoE combine as a row kernel (cuda_combine.c): sum over dim 1 of [T, K, H] of
  * mul(G, W), G whole rows gathered by take_along_dim along dim 0 (through an
  * index_select of the segment: composed), W one weight per (t, j).  sf_cg_combine_match

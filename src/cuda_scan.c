@@ -39,7 +39,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,col_rts=0,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -51,9 +51,6 @@
  * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
- * Experiments, off by default: col_rts=1 (column scans in two kernels, col_rts_mb the
- * inputs' limit in MB, col_rts_hint=0 without L2 hints, cuda_rts.c), row_rts=1 (rows
- * the same, row_rts_mb).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
  * launched without it, cuda_codegen.c), f32eval=0 (float arithmetic in
@@ -226,68 +223,57 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
  *                 block's NT threads (thread i takes pieces i, i + NT, ..: the loop
  *                 unrolled, so each piece is one address add and one cp.async) and
  *                 returns true.
- *   col_stage_h:  the same, the copies under the L2 policy pol (emitted with hint: the
- *                 two-kernel column scan's, cuda_rts.c).
  *   ld_col_s<N>:  steps t0 .. t0 + N - 1 of column c of a staged tile starting at tt0,
  *                 as ld_items does. */
 static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ld_ops, int dim,
                            int nd, const int64_t *shape, bool rev, const int *soff, const char *ldv,
-                           const char *elem, bool hint) {
+                           const char *elem) {
     int inner = -1;
     for (int d = nd - 1; d >= 0 && inner < 0; d--)
         if (d != dim && shape[d] > 1) inner = d;
     const char *plo_t = rev ? "len - t0 - N" : "t0";
-    if (hint) /* a 16-byte cp.async under an L2 eviction policy (createpolicy) */
-        sf_buf_puts(src, "static __device__ __forceinline__ void cp_h(void* s, const void* g, u64 pol) {\n"
-                         "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\nu64 sa;\n"
-                         "asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(sa) : \"l\"(s));\n"
-                         "asm volatile(\"cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\" ::\"r\"((u32)sa), \"l\"(g), \"l\"(pol) : \"memory\");\n"
-                         "#else\n(void)pol;\nsf_cp_async<16>(s, g);\n#endif\n}\n");
-    for (int h = 0; h <= (hint ? 1 : 0); h++) {
-        sf_buf_printf(src, "template <int W, int N, int NT> static __device__ __forceinline__ bool col_stage%s(const sf_args& a, i64 col0, i64 len, i64 t0, char* s%s) {\n",
-                      h ? "_h" : "", h ? ", u64 pol" : "");
-        sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\nbool ok = true;\n", plo_t);
-        for (int op = 0; op < k->nops; op++) {
-            if (!(ld_ops >> op & 1u) || k->ops[op].out || soff[op] < 0) continue;
-            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-            if (inner < 0) {
-                sf_buf_puts(src, "ok = false;\n");
-                continue;
-            }
-            /* packed: every column dim's stride the product of the inner column dims' sizes */
-            sf_buf_printf(src, "{\nbool packed = a.st[%d][%d] == 1", op, inner);
-            int64_t prod = shape[inner];
-            for (int d = inner - 1; d >= 0; d--) {
-                if (d == dim || shape[d] == 1) continue;
-                sf_buf_printf(src, " && a.st[%d][%d] == %lldll", op, d, (long long)prod);
-                prod *= shape[d];
-            }
-            sf_buf_printf(src, ";\nconst %s* g = (const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d]);\n", raw, raw, op, op,
-                          op, dim);
-            sf_buf_printf(src,
-                          "ok = ok && a.st[%d][%d] != 0 && a.st[%d][%d] == 1 && (packed || col0 %% %lldll + W <= %lldll) && "
-                          "((u64)g & 15) == 0 && ((a.st[%d][%d] * (i64)sizeof(%s)) & 15) == 0;\n}\n",
-                          op, dim, op, inner, (long long)shape[inner], (long long)shape[inner], op, dim, raw);
+    sf_buf_puts(src, "template <int W, int N, int NT> static __device__ __forceinline__ bool col_stage(const sf_args& a, i64 col0, i64 len, i64 t0, char* s) {\n");
+    sf_buf_printf(src, "const i64 plo = %s;\n(void)plo;\nB b0;\nbase(a, col0, b0);\nbool ok = true;\n", plo_t);
+    for (int op = 0; op < k->nops; op++) {
+        if (!(ld_ops >> op & 1u) || k->ops[op].out || soff[op] < 0) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+        if (inner < 0) {
+            sf_buf_puts(src, "ok = false;\n");
+            continue;
         }
-        sf_buf_puts(src, "if (!ok) return false;\n");
-        for (int op = 0; op < k->nops; op++) {
-            if (!(ld_ops >> op & 1u) || k->ops[op].out || soff[op] < 0) continue;
-            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-            sf_buf_printf(src,
-                          "{\n"
-                          "constexpr int RB = W * (int)sizeof(%s), PR = RB / 16, JS = NT / PR; /* bytes, pieces a row; rows a round */\n"
-                          "static_assert(RB %% 16 == 0 && NT %% PR == 0, \"whole pieces, whole rows a round\");\n"
-                          "const i64 rs = a.st[%d][%d] * (i64)sizeof(%s);\n"
-                          "const int j0 = (int)threadIdx.x / PR, q0 = (int)threadIdx.x - j0 * PR;\n"
-                          "const char* g = (const char*)((const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d])) + j0 * rs + q0 * 16;\n"
-                          "char* d = s + %d * N * W + j0 * RB + q0 * 16;\n"
-                          "#pragma unroll\n"
-                          "for (int r = 0; r < (N + JS - 1) / JS; ++r)\n"
-                          "if (N %% JS == 0 || j0 + r * JS < N) %s(d + r * JS * RB, g + (i64)(r * JS) * rs%s);\n}\n",
-                          raw, op, dim, raw, raw, op, op, op, dim, soff[op], h ? "cp_h" : "sf_cp_async<16>", h ? ", pol" : "");
+        /* packed: every column dim's stride the product of the inner column dims' sizes */
+        sf_buf_printf(src, "{\nbool packed = a.st[%d][%d] == 1", op, inner);
+        int64_t prod = shape[inner];
+        for (int d = inner - 1; d >= 0; d--) {
+            if (d == dim || shape[d] == 1) continue;
+            sf_buf_printf(src, " && a.st[%d][%d] == %lldll", op, d, (long long)prod);
+            prod *= shape[d];
         }
-        sf_buf_puts(src, "return true;\n}\n");
+        sf_buf_printf(src, ";\nconst %s* g = (const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d]);\n", raw, raw, op, op,
+                      op, dim);
+        sf_buf_printf(src,
+                      "ok = ok && a.st[%d][%d] != 0 && a.st[%d][%d] == 1 && (packed || col0 %% %lldll + W <= %lldll) && "
+                      "((u64)g & 15) == 0 && ((a.st[%d][%d] * (i64)sizeof(%s)) & 15) == 0;\n}\n",
+                      op, dim, op, inner, (long long)shape[inner], (long long)shape[inner], op, dim, raw);
     }
+    sf_buf_puts(src, "if (!ok) return false;\n");
+    for (int op = 0; op < k->nops; op++) {
+        if (!(ld_ops >> op & 1u) || k->ops[op].out || soff[op] < 0) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+        sf_buf_printf(src,
+                      "{\n"
+                      "constexpr int RB = W * (int)sizeof(%s), PR = RB / 16, JS = NT / PR; /* bytes, pieces a row; rows a round */\n"
+                      "static_assert(RB %% 16 == 0 && NT %% PR == 0, \"whole pieces, whole rows a round\");\n"
+                      "const i64 rs = a.st[%d][%d] * (i64)sizeof(%s);\n"
+                      "const int j0 = (int)threadIdx.x / PR, q0 = (int)threadIdx.x - j0 * PR;\n"
+                      "const char* g = (const char*)((const %s*)a.ptr[%d] + (b0.o[%d] + plo * a.st[%d][%d])) + j0 * rs + q0 * 16;\n"
+                      "char* d = s + %d * N * W + j0 * RB + q0 * 16;\n"
+                      "#pragma unroll\n"
+                      "for (int r = 0; r < (N + JS - 1) / JS; ++r)\n"
+                      "if (N %% JS == 0 || j0 + r * JS < N) sf_cp_async<16>(d + r * JS * RB, g + (i64)(r * JS) * rs);\n}\n",
+                      raw, op, dim, raw, raw, op, op, op, dim, soff[op]);
+    }
+    sf_buf_puts(src, "return true;\n}\n");
     sf_buf_puts(src, "template <int W, int N> static __device__ __forceinline__ void ld_col_s(const sf_args& a, const B& b, i64 len, i64 t0, i64 tt0, int n, const char* s, int c, T (&v)[N]) {\n");
     sf_buf_printf(src, "const i64 plo = %s;\nconst int rel = (int)(plo - (%s));\n(void)rel;\n", rev ? "len - t0 - N" : "t0",
                   rev ? "len - tt0 - n" : "tt0");
@@ -585,10 +571,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                               op, dim, op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
-        /* col_rts=1 (cuda_rts.c): also col_stage_h, the copies under an L2 policy
-         * (col_rts_hint=0: not) */
-        const bool hint = !row_kernel && sf_cg_tune("col_rts", 0) == 1 && sf_cg_tune("col_rts_hint", 1) == 1;
-        emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem, hint);
+        emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);
         sf_buf_puts(src, "};\n");
     }
     free(ldb.data);
@@ -883,13 +866,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
-        /* row_rts=1: two kernels and no look-back where the L2 may hold the inputs
-         * (cuda_rts.c, an experiment) */
-        if (lb && sf_cg_row_rts_wanted(tpr, rows * len * inb)) {
-            const sf_row_rts_shape rs = {io, threads, bps, items, vec, sk.tsize, excl, stage, rows, len, tpr};
-            sf_cg_row_rts(g, ki, &rs);
-            return SCANFUSE_OK;
-        }
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
@@ -978,14 +954,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (cminb > 8) cminb = 8;
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
-        /* col_rts=1: two kernels and no look-back where the L2 may hold the inputs
-         * (cuda_rts.c, an experiment) */
-        if (sf_cg_col_rts_wanted(nchunks, len * ncols * inb)) {
-            const sf_col_rts_shape rs = {io, lbs, w, rg, l, sk.tsize, excl, stage, sf_cg_tune("col_rts_hint", 1) == 1,
-                                         ncols, len, nchunks, ncb};
-            sf_cg_col_rts(g, ki, &rs);
-            return SCANFUSE_OK;
-        }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
                       "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",

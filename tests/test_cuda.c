@@ -652,16 +652,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S3(4, 300, 40), 1, "col_l=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S2(2048, 128), 0, "col_stage=0", G_DEFAULT);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "col_stage=0", G_FULL);
-    /* column scans in two kernels (col_rts=1, cuda_rts.c, an experiment): staged
-     * 16-bit tiles, tiles staged and not side by side, tiles from global memory only */
-    prog_scans(SCANFUSE_BFLOAT16, S2(1500, 96), 0, "col_rts=1", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S3(4, 300, 40), 1, "col_rts=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3000, 33), 0, "col_rts=1,col_l=8", G_FULL);
-    /* rows in two kernels (row_rts=1, cuda_rts.c, an experiment): 25 tiles of one row,
-     * rows of 3 tiles, unstaged rows */
-    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "row_rts=1", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(5, 40001), 1, "row_rts=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_rts=1,row_stage=0", G_FULL);
     {
         /* one-tile rows of bfloat16 scaled by float32 weights that every row reads:
          * strips of 8 (16 bytes of the bfloat16 input, 32 of the weights) */
@@ -1288,31 +1278,6 @@ static void build_coverage(void) {
         out(p, "z", T_EXACT);
         finish(p);
         p->tune = "col_stage=0,col_l=4";
-    }
-    {
-        /* column scans in two kernels (col_rts=1, cuda_rts.c): the state types, both
-         * directions, a fused prologue beside a broadcast input */
-        prog *p = newprog();
-        P(p, "input a: float32[300, 64]\ninput b: int64[3, 200, 40]\ninput c: bfloat16[300, 96]\ninput w: float32[96]\n"
-             "x = cumsum(a, dim=0, exclusive=true, reverse=true)\ny, yi = cummax(b, dim=1)\n"
-             "z = logcumsumexp(mul(cast(c, float32), w), dim=0)\n");
-        out(p, "x", T_EXACT);
-        out(p, "y", T_EXACT);
-        out(p, "z", T_LSE);
-        finish(p);
-        p->tune = "col_rts=1";
-    }
-    {
-        /* rows in two kernels (row_rts=1, cuda_rts.c): the state types */
-        prog *p = newprog();
-        P(p, "input a: float32[50001]\ninput b: int64[3, 20001]\ninput c: float16[2, 30001]\n"
-             "x = cumsum(a, dim=0, exclusive=true, reverse=true)\ny, yi = cummin(b, dim=1)\n"
-             "z = logcumsumexp(c, dim=1)\n");
-        out(p, "x", T_EXACT);
-        out(p, "y", T_EXACT);
-        out(p, "z", T_LSE);
-        finish(p);
-        p->tune = "row_rts=1";
     }
     {
         prog *p = newprog(); /* one-tile rows of 128 threads (row_threads=128) */

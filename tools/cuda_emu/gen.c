@@ -1,7 +1,6 @@
 /* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks its first
- * SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, with the second
- * kernel of a scan in two, cuda_rts.c, run as a grid of one block, which then takes
- * every tile in turn), writes the full CUDA source (src.cu), the
+ * SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, run as a grid of
+ * one block, which then takes every tile in turn), writes the full CUDA source (src.cu), the
  * parameter layout the launcher would pack (launch.inc: every buffer contiguous), the
  * block size (nt), random inputs and the reference's outputs.
  * Usage: gen PROGRAM DIR [irange] [ties] [seed] */
@@ -55,8 +54,7 @@ int main(int argc, char **argv) {
     /* EMU_NTH=n: the n-th such kernel (default 1) */
     int nth = getenv("EMU_NTH") ? atoi(getenv("EMU_NTH")) : 1, ki = -1;
     for (int i = 0; i < pl->nkernels && ki < 0; i++)
-        if (scan ? (pl->k[i].kind == SF_CUK_SCAN_ROW || pl->k[i].kind == SF_CUK_SCAN_COL) && pl->k[i].scratch_bytes >= 0
-                 : pl->k[i].kind == SF_CUK_SMALL)
+        if (scan ? pl->k[i].kind == SF_CUK_SCAN_ROW || pl->k[i].kind == SF_CUK_SCAN_COL : pl->k[i].kind == SF_CUK_SMALL)
             if (--nth == 0) ki = i;
     if (ki < 0) { printf(scan ? "no block scan kernel\n" : "no small kernel\n"); return 2; }
     const sf_cuda_kernel *K = &pl->k[ki];
@@ -98,14 +96,9 @@ int main(int argc, char **argv) {
     /* the parameter layout: W(kind, a, b) per word; buffers per base value */
     snprintf(path, sizeof path, "%s/launch.inc", dir);
     FILE *fl = fopen(path, "w");
-    if (scan) {
+    if (scan)
         fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID 1\n",
                 ki, (long long)pl->scratch_bytes, (int)st);
-        /* a scan in two kernels (cuda_rts.c): the second, on the same operands and
-         * scratch, runs after the first */
-        if (ki + 1 < pl->nkernels && pl->k[ki + 1].kind == K->kind && pl->k[ki + 1].scratch_bytes < 0)
-            fprintf(fl, "#define KERNEL2 k%d\n", ki + 1);
-    }
     else
         fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
                 ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);

@@ -19,9 +19,6 @@ struct Word { int kind; long long a, b; };
 #include "launch.inc"
 static PARAM g_P;
 static void body(void) { KERNEL(g_P); }
-#ifdef KERNEL2
-static void body2(void) { KERNEL2(g_P); } /* the second kernel of a scan in two */
-#endif
 int main(int argc, char **argv) {
     const char *dir = argv[1];
     bool noflags = argc > 2 && atoi(argv[2]);
@@ -55,12 +52,6 @@ int main(int argc, char **argv) {
         blockIdx.x = rev ? GRID - 1 - q : q;
         if (!emu_run(body)) return 7;
     }
-#ifdef KERNEL2
-    for (unsigned q = 0; q < GRID; q++) {
-        blockIdx.x = rev ? GRID - 1 - q : q;
-        if (!emu_run(body2)) return 7;
-    }
-#endif
     int bad = 0;
     for (int s = 0; s < 8 && 16 * s < SCRATCH; s++) {
         uint64_t k0, k1; memcpy(&k0, scratch + 16 * s, 8); memcpy(&k1, scratch + 16 * s + 8, 8);

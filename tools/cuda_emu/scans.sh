@@ -11,8 +11,7 @@
 # more inputs),
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
-# (row_stage1=1), one-tile rows of 128 threads (row_threads=128), scans in two kernels
-# (col_rts=1, row_rts=1: both kernels run, the second after the first).  No GPU needed: a CTest
+# (row_stage1=1), one-tile rows of 128 threads (row_threads=128).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +31,7 @@ printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40
 fail=0
 n=0
 for prog in f32 i64rows f16 cummax fused widths; do
-    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 row_rts=1 \
+    for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
                 row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
         n=$((n + 1))
         if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
@@ -62,8 +61,7 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "coli pdl=1" "coli lb_ticket=0,lb_done=0" "coli col_stage=0" "colbw pdl=1" "colbw col_l=64" "colw pdl=1" \
             "col3 pdl=1" "col3b pdl=1" "col3 col_l=4" "col3b col_stage=0" "bfw pdl=1" \
             "bfw4 pdl=1" "bfw4 row_stage1=0" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
-            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1" "col col_rts=1" "coli col_rts=1" "colbw col_rts=1" \
-            "col3b col_rts=1" "col col_rts=1,col_stage=0" "bfwl row_rts=1" "fused row_rts=1,row_stage=0"; do
+            "bfw row_stage1=0,row_threads=128" "bfwl pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
@@ -73,7 +71,7 @@ done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
-for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" "b16 col_rts=1" \
+for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
             "bfw4 pdl=1" "bfwl pdl=1"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
