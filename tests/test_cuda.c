@@ -2116,7 +2116,7 @@ static void expanded_inputs(bool col) {
                                         SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
     CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     const int64_t nx = col ? n1 : n0; /* the distinct elements of x */
-    float hx[64], hw[1] = {2};
+    float hx[64] = {0}, hw[1] = {2}; /* (all 64 copied; the rows use 4) */
     for (int64_t i = 0; i < nx; i++) hx[i] = (float)(i + 1);
     float *y = malloc((size_t)(n0 * n1) * 4);
     void *dx = NULL, *dw = NULL, *dy = NULL;
