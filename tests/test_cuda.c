@@ -37,9 +37,11 @@
  * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text or tuning
  * contains TEXT (several: A|B|C; the bad-tensor, determinism and big checks then run only
  * with SF_CUDA_TEST_EXTRAS=1);
- * SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
+ * SF_CUDA_TEST_JOBS=N runs part B's programs in N processes (default: one per two cores,
+ * at most 8); SF_CUDA_TEST_VERBOSE=1 prints every program; SF_CUDA_TEST_GEN_ONLY=1 runs part A only
  * (warms the kernel cache, e.g. SCANFUSE_CACHE_DIR, for a later GPU run).
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS: part B's workers share their tallies */
 #include "cuda_codegen.h"
 #include "harness.h"
 #include "sf.h"
@@ -47,9 +49,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -2268,55 +2272,132 @@ done:
     scanfuse_fusion_free(f);
 }
 
+/* One program of part B, fused and op by op, in its layouts.  Returns whether it ran. */
+static bool part_b_program(int pi) {
+    const prog *p = &progs[pi];
+    if (!wanted(p)) return false;
+    if (verbose) printf("B %d\n%s", pi, p->text);
+    scanfuse_fusion *f = NULL, *fr = NULL;
+    scanfuse_program *rp = compile_prog(p->reftext, SCANFUSE_DEVICE_REFERENCE, 1, NULL, &fr);
+    scanfuse_program *cp[2] = {NULL, NULL};
+    cp[1] = compile_prog(p->text, SCANFUSE_DEVICE_CUDA, 1, p->tune, &f);
+    scanfuse_fusion *f0 = NULL;
+    if (!p->no_unfused) cp[0] = compile_prog(p->text, SCANFUSE_DEVICE_CUDA, 0, p->tune, &f0);
+    bool ok = rp && scanfuse_program_status(rp) == SCANFUSE_OK && cp[1] &&
+              scanfuse_program_status(cp[1]) == SCANFUSE_OK &&
+              (!cp[0] || scanfuse_program_status(cp[0]) == SCANFUSE_OK);
+    if (!ok) {
+        char w[SF_ERR_LEN * 2];
+        snprintf(w, sizeof w, "compile: reference: %s; cuda: %s; cuda op by op: %s",
+                 rp ? scanfuse_program_error(rp) : scanfuse_fusion_error(fr),
+                 cp[1] ? scanfuse_program_error(cp[1]) : scanfuse_fusion_error(f),
+                 cp[0] ? scanfuse_program_error(cp[0]) : "-");
+        report(p, pi, 1, 0, w);
+        CHECK(false);
+    } else {
+        for (int layout = 0; layout < (p->expect != SCANFUSE_OK ? 1 : 3); layout++) run_prog(p, pi, layout, rp, cp, f);
+    }
+    scanfuse_program_free(rp);
+    scanfuse_program_free(cp[0]);
+    scanfuse_program_free(cp[1]);
+    scanfuse_fusion_free(f);
+    scanfuse_fusion_free(f0);
+    scanfuse_fusion_free(fr);
+    return ok;
+}
+
+/* What part B's worker processes share: the next program to take and their tallies. */
+typedef struct part_b_shared {
+    atomic_int next;
+    atomic_long passed, failed, programs, runs, compared;
+    atomic_int probe_ok;
+    char probe_msg[SF_ERR_LEN];
+} part_b_shared;
+
+/* A worker: takes programs from the shared counter until none is left, then adds its
+ * tallies to the shared ones and prints its failing programs.  Runs in a child. */
+static void part_b_worker(part_b_shared *sh) {
+    int run = 0;
+    for (;;) {
+        int pi = atomic_fetch_add(&sh->next, 1);
+        if (pi >= nprogs) break;
+        run += part_b_program(pi);
+    }
+    atomic_fetch_add(&sh->passed, sf_test_passed);
+    atomic_fetch_add(&sh->failed, sf_test_failed);
+    atomic_fetch_add(&sh->programs, run);
+    atomic_fetch_add(&sh->runs, n_cases_run);
+    atomic_fetch_add(&sh->compared, n_compared);
+    if (summary_len) printf("part B: failing programs (first failure each):\n%s", summary);
+    fflush(stdout);
+}
+
+/* Part B's programs run in SF_CUDA_TEST_JOBS processes (default: one per two cores, at
+ * most 8), each with its own CUDA context, taking the next program from a counter in
+ * shared memory: the float64 reference on the host, not the GPU, is most of part B's
+ * time (282 s in one process for 444 programs).  The processes are forked before this
+ * one touches CUDA (a context does not survive a fork), so the GPU is probed in a child
+ * too; the single-program checks run here afterwards. */
 static void part_b(void) {
-    char msg[SF_ERR_LEN];
-    if (sf_cuda_probe(0, msg, sizeof msg) != SCANFUSE_OK) {
-        printf("SKIP part B (runs on the GPU against the reference): no CUDA GPU: %s\n", msg);
+    part_b_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) {
+        CHECKF(false, "part B: no shared memory for its workers");
         return;
     }
-    printf("part B on %s\n", msg);
+    memset(sh, 0, sizeof *sh);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        atomic_store(&sh->probe_ok, sf_cuda_probe(0, sh->probe_msg, sizeof sh->probe_msg) == SCANFUSE_OK);
+        _exit(0);
+    }
+    int wst = 0;
+    if (pid < 0 || waitpid(pid, &wst, 0) != pid || !WIFEXITED(wst))
+        snprintf(sh->probe_msg, sizeof sh->probe_msg, "the probe's process failed");
+    if (!atomic_load(&sh->probe_ok)) {
+        printf("SKIP part B (runs on the GPU against the reference): no CUDA GPU: %s\n", sh->probe_msg);
+        munmap(sh, sizeof *sh);
+        return;
+    }
+    printf("part B on %s\n", sh->probe_msg);
     double secs;
     compile_all(progs, nprogs, true, &secs);
     printf("part B: %d programs x 2 generated and compiled in %.1f s\n", nprogs, secs);
+    long jobs = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    const char *js = getenv("SF_CUDA_TEST_JOBS");
+    if (js && *js) jobs = strtol(js, NULL, 10);
+    if (jobs < 1) jobs = 1;
+    if (jobs > 8) jobs = 8;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int run = 0;
-    for (int pi = 0; pi < nprogs; pi++) {
-        const prog *p = &progs[pi];
-        if (!wanted(p)) continue;
-        if (verbose) printf("B %d\n%s", pi, p->text);
-        scanfuse_fusion *f = NULL, *fr = NULL;
-        scanfuse_program *rp = compile_prog(p->reftext, SCANFUSE_DEVICE_REFERENCE, 1, NULL, &fr);
-        scanfuse_program *cp[2] = {NULL, NULL};
-        cp[1] = compile_prog(p->text, SCANFUSE_DEVICE_CUDA, 1, p->tune, &f);
-        scanfuse_fusion *f0 = NULL;
-        if (!p->no_unfused) cp[0] = compile_prog(p->text, SCANFUSE_DEVICE_CUDA, 0, p->tune, &f0);
-        bool ok = rp && scanfuse_program_status(rp) == SCANFUSE_OK && cp[1] &&
-                  scanfuse_program_status(cp[1]) == SCANFUSE_OK &&
-                  (!cp[0] || scanfuse_program_status(cp[0]) == SCANFUSE_OK);
-        if (!ok) {
-            char w[SF_ERR_LEN * 2];
-            snprintf(w, sizeof w, "compile: reference: %s; cuda: %s; cuda op by op: %s",
-                     rp ? scanfuse_program_error(rp) : scanfuse_fusion_error(fr),
-                     cp[1] ? scanfuse_program_error(cp[1]) : scanfuse_fusion_error(f),
-                     cp[0] ? scanfuse_program_error(cp[0]) : "-");
-            report(p, pi, 1, 0, w);
-            CHECK(false);
-        } else {
-            for (int layout = 0; layout < (p->expect != SCANFUSE_OK ? 1 : 3); layout++) run_prog(p, pi, layout, rp, cp, f);
-            run++;
+    pid_t kids[8];
+    int nk = 0;
+    fflush(stdout);
+    for (long w = 0; w < jobs; w++) {
+        pid_t k = fork();
+        if (k == 0) {
+            sf_test_passed = sf_test_failed = 0;
+            part_b_worker(sh);
+            _exit(0);
         }
-        scanfuse_program_free(rp);
-        scanfuse_program_free(cp[0]);
-        scanfuse_program_free(cp[1]);
-        scanfuse_fusion_free(f);
-        scanfuse_fusion_free(f0);
-        scanfuse_fusion_free(fr);
+        if (k > 0) kids[nk++] = k;
+    }
+    if (nk == 0) part_b_worker(sh); /* no fork: here, its tallies this process's own */
+    for (int k = 0; k < nk; k++) {
+        wst = 0;
+        if (waitpid(kids[k], &wst, 0) != kids[k] || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
+            CHECKF(false, "part B: worker %d died (%s %d)", k, WIFSIGNALED(wst) ? "signal" : "status",
+                   WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
+    }
+    if (nk > 0) {
+        sf_test_passed += atomic_load(&sh->passed);
+        sf_test_failed += atomic_load(&sh->failed);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("part B: %d programs, %lld runs, %lld elements compared in %.1f s\n", run, n_cases_run,
-           n_compared, (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
-    if (summary_len) printf("part B: failing programs (first failure each):\n%s", summary);
+    printf("part B: %ld programs, %ld runs, %ld elements compared in %.1f s by %d processes\n",
+           atomic_load(&sh->programs), atomic_load(&sh->runs), atomic_load(&sh->compared),
+           (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec), nk > 0 ? nk : 1);
+    munmap(sh, sizeof *sh);
     /* a filtered run skips these unless SF_CUDA_TEST_EXTRAS=1 */
     const char *x = getenv("SF_CUDA_TEST_EXTRAS");
     if (!filter || (x && strcmp(x, "1") == 0)) {
@@ -2332,6 +2413,7 @@ static void part_b(void) {
 }
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a log cut by a time limit still shows how far it got */
     verbose = getenv("SF_CUDA_TEST_VERBOSE") && strcmp(getenv("SF_CUDA_TEST_VERBOSE"), "1") == 0;
     filter = getenv("SF_CUDA_TEST_FILTER");
     if (filter && !filter[0]) filter = NULL;
