@@ -889,11 +889,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t ncols = rows;
         int w = sf_cg_tune("col_w", 32);
         if (w != 64 && w != 128) w = 32;
-        /* col_threads=128 (an experiment, bench/NOTES.md session 18): blocks of 128 (RG =
-         * 128 / W row groups), twice the blocks an SM, so more tiles in flight where the
-         * stage, not the SM's 2048 threads, bounds them */
-        const int cthr = sf_cg_tune("col_threads", 256) == 128 && w <= 64 ? 128 : 256;
-        int rg = cthr / w;
+        int rg = 256 / w;
         /* Tiles staged in shared memory by cp.async (sf_col_tile_scan's STAGE): no tile
          * held in registers across the look-back, 40 registers, 6 blocks an SM (the
          * register tiles: 62, 4), at most 40 KB of inputs a tile (shorter tiles for wide
@@ -931,7 +927,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (g2 > 64) g2 = 64;
         if (gsz < 1) gsz = 1;
         if (g2 < 1) g2 = 1;
-        k->block = cthr;
+        k->block = 256;
         k->grid = sf_cg_grid(ntiles);
         if (nchunks > 1) {
             int64_t ngr = ncb * ceil_div(nchunks, gsz);
@@ -944,26 +940,24 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * registers, no spills at 16 or 32 steps for states up to 8 bytes; wider states
          * spill, so no bound); col_minb=B: B */
         int64_t sbytes = (int64_t)rg * l * w * inb + 4608; /* the stage, the exchange arrays */
-        const int bcap = cthr == 128 ? 12 : 6; /* blocks of 128: twice the blocks */
-        int cminb = stage && sk.tsize <= 8 ? (int)(232448 / sbytes < bcap ? 232448 / sbytes : bcap) : 0;
+        int cminb = stage && sk.tsize <= 8 ? (int)(232448 / sbytes < 6 ? 232448 / sbytes : 6) : 0;
         /* Sums of one 16-bit input in grids of at least 8 tiles an SM: 8 blocks an SM
          * (32 registers, no spills for cumsum; logcumsumexp spills 364 bytes there, so
          * only sums; 8-bit inputs spill a little and were not measured).  The kernel is issue-bound there, not memory-bound
          * (NOTES session 15, entry 5); H200, bfloat16 [4096, 4096] dim 0 in five runs:
          * 0.673-0.699 -> 0.699-0.742 of copy (entries 4, 6).  Float32 columns and short
          * grids ([2048, 128]) gained nothing or lost with it. */
-        const int b16 = cthr == 128 ? 16 : 8;
-        if (cminb == bcap && n->op == SF_OP_cumsum && count_inputs(k) == 1 && inb == 2 && 232448 / sbytes >= b16 &&
+        if (cminb == 6 && n->op == SF_OP_cumsum && count_inputs(k) == 1 && inb == 2 && 232448 / sbytes >= 8 &&
             ntiles >= 8 * (int64_t)sms)
-            cminb = b16;
+            cminb = 8;
         cminb = sf_cg_tune("col_minb", cminb);
-        if (cminb > b16) cminb = b16;
+        if (cminb > 8) cminb = 8;
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
         sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(%d%s) k%d(const sf_args a) {\n"
+                      "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
                       "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                      cthr, lbs, ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", stage ? ", true" : "", (long long)ncols,
+                      lbs, ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", stage ? ", true" : "", (long long)ncols,
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
     return SCANFUSE_OK;

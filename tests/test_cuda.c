@@ -579,14 +579,6 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
-    /* column tiles in blocks of 128 (col_threads=128, an experiment): 16-bit sums at 16
-     * blocks an SM; every scan op of float32 and int64 columns at 64 steps a thread, and
-     * with the prefix chains of small groups; a 3-d tensor */
-    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
-             "output y, z\n", T_SUM)->tune = "col_threads=128";
-    prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_threads=128,col_l=64", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(700, 40), 0, "col_threads=128,col_g=2,col_g2=2,col_l=2", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S3(3, 500, 64), 1, "col_threads=128", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
