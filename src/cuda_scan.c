@@ -952,21 +952,12 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             cminb = 8;
         cminb = sf_cg_tune("col_minb", cminb);
         if (cminb > 8) cminb = 8;
-        /* col_pf=1 (an experiment, bench/NOTES.md session 18): a persistent grid of as many
-         * blocks as fit at once, each taking its next tile while the current one runs
-         * (sf_col_tile_scan's PF) */
-        const bool pf = nchunks > 1 && sf_cg_tune("col_pf", 0) == 1;
-        if (pf) {
-            const int64_t cap = (int64_t)sms * (cminb > 0 ? cminb : 4);
-            k->grid = sf_cg_grid(ntiles < cap ? ntiles : cap);
-        }
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256%s) k%d(const sf_args a) {\n"
-                      "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s%s%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                      lbs, ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false",
-                      stage || pf ? (stage ? ", true" : ", false") : "", pf ? ", true" : "", (long long)ncols,
+                      "sf_col_tile_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s%s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                      lbs, ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", stage ? ", true" : "", (long long)ncols,
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
     return SCANFUSE_OK;

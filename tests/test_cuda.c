@@ -579,14 +579,6 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
-    /* column tiles of a persistent grid taking its next tile ahead (col_pf=1, an
-     * experiment): 16-bit sums at 8 blocks an SM, every scan op of float32 and int64
-     * columns, the prefix chains of small groups, register tiles, a 3-d tensor */
-    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
-             "output y, z\n", T_SUM)->tune = "col_pf=1";
-    prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_pf=1", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(700, 40), 0, "col_pf=1,col_g=2,col_g2=2,col_l=2", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S3(3, 500, 64), 1, "col_pf=1,col_stage=0", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
@@ -2171,11 +2163,9 @@ done:
  * kernels: the most overlap), on the legacy default stream and on a non-blocking stream
  * of the program's (as PyTorch's are). */
 static void chained_runs(void) {
-    static const struct { const char *text; int64_t rows, cols; int dim, runs; const char *tune; } cs[] = {
-        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6, NULL},
-        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20, NULL},
-        /* a persistent column grid (col_pf=1): its last block to leave resets the counter */
-        {"input x: int32[4096, 2048]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 4096, 2048, 0, 10, "col_pf=1"},
+    static const struct { const char *text; int64_t rows, cols; int dim, runs; } cs[] = {
+        {"input x: int32[4194304]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 1, 4194304, 1, 6},
+        {"input x: int32[2048, 128]\ny = cumsum(x, dim=0, dtype=int32)\noutput y\n", 2048, 128, 0, 20},
     };
     char msg[SF_ERR_LEN];
     void *stream = NULL;
@@ -2189,9 +2179,7 @@ static void chained_runs(void) {
         scanfuse_options_init(&o);
         o.device = SCANFUSE_DEVICE_CUDA;
         o.cuda_stream = on;
-        if (cs[ci].tune) setenv("SCANFUSE_CUDA_TUNE", cs[ci].tune, 1);
         scanfuse_program *pr = scanfuse_compile(f, &o);
-        if (cs[ci].tune) unsetenv("SCANFUSE_CUDA_TUNE");
         bool ok = scanfuse_program_status(pr) == SCANFUSE_OK && (on || c % 2 == 0);
         CHECKF(ok, "chained runs: compile: %s", scanfuse_program_error(pr));
         uint32_t *h = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
@@ -2231,9 +2219,8 @@ static void chained_runs(void) {
         for (int64_t i = 0; i < n; i++) bad += got[i] != h[i];
         CHECKF(bad == 0, "chained runs (%s, %s stream): %lld outputs wrong after %d runs", cs[ci].text,
                on ? "a non-blocking" : "the default", (long long)bad, cs[ci].runs);
-        printf("chained runs: %d runs of a %s int32 cumsum%s%s back to back on %s stream: %s\n", cs[ci].runs,
-               rows == 1 ? "2^22-element" : cols == 128 ? "[2048, 128] dim 0" : "[4096, 2048] dim 0",
-               cs[ci].tune ? " under " : "", cs[ci].tune ? cs[ci].tune : "", on ? "a non-blocking" : "the default",
+        printf("chained runs: %d runs of a %s int32 cumsum back to back on %s stream: %s\n", cs[ci].runs,
+               rows == 1 ? "2^22-element" : "[2048, 128] dim 0", on ? "a non-blocking" : "the default",
                bad == 0 ? "ok" : "WRONG");
     next:
         sf_cuda_free(0, d[0]);
