@@ -123,6 +123,14 @@ static scanfuse_status bind(cuda_state *s, const sf_cuda_ctx *c, char *msg, size
             sf_msg(msg, msglen, "%s (%s)", m, name);
             return SCANFUSE_ERROR_DEVICE;
         }
+        /* more than 48 KB of dynamic shared memory must be allowed per function */
+        if (k->dyn_smem > 0 &&
+            (r = d->cuFuncSetAttribute(s->fn[i], SF_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->dyn_smem)) != 0) {
+            char m[SF_ERR_LEN];
+            sf_cuda_errmsg(d, r, "cuFuncSetAttribute", m, sizeof m);
+            sf_msg(msg, msglen, "%s (%s: %u bytes of dynamic shared memory)", m, name, k->dyn_smem);
+            return SCANFUSE_ERROR_DEVICE;
+        }
     }
     return SCANFUSE_OK;
 }
@@ -454,12 +462,13 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
         cfg.grid_y = cfg.grid_z = 1;
         cfg.block_x = k->block;
         cfg.block_y = cfg.block_z = 1;
+        cfg.shared_bytes = k->dyn_smem;
         cfg.stream = r->stream;
         cfg.attrs = &attr;
         cfg.num_attrs = 1;
         res = r->d->cuLaunchKernelEx(&cfg, fn, params, NULL);
     } else {
-        res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, 0, r->stream, params, NULL);
+        res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, k->dyn_smem, r->stream, params, NULL);
     }
     if (res != 0) {
         char m[SF_ERR_LEN];

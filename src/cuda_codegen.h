@@ -105,6 +105,8 @@ typedef struct sf_cuda_kernel {
                                            kernel's part */
     int64_t ntiles;                     /* > 0: dynamic tile ids (look-back scans)   */
     int64_t trace_bytes;                /* tuning lb_trace=1: the last bytes of its part */
+    unsigned dyn_smem;                  /* bytes of dynamic shared memory a block (set as
+                                           the function's maximum when it is bound)      */
     uint32_t fast_mask;                 /* ITER operands whose contiguity gives the fast path */
     int err_slot;                       /* >= 0: its error slot (fallible kernels) */
     char err_what[16];                  /* CHECK: "index", "class", "id", "key"           */

@@ -294,6 +294,114 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
     sf_buf_printf(src, "v[k] = %s;\n}\n}\n", elem);
 }
 
+/* Column scans with no look-back (tuning col_stream=1, an experiment; bench/NOTES.md
+ * session 18): a block owns W columns and streams their chunks of RG*L steps in scan
+ * order through a ring of S stages in dynamic shared memory (cp.async groups), carrying
+ * each column's prefix from chunk to chunk.  No ticket, no published states, no waits
+ * on other blocks; the fold of a chunk has a fixed shape (each row group's L steps in
+ * order, then the row groups in order after the carry), so the same bits on every run.
+ * Emitted into a kernel's source only when chosen (the default kernels' text, and so
+ * their cache keys, stay as they are). */
+static const char *const col_stream_skeleton[] = {
+    "#ifndef SF_COL_STREAM",
+    "#define SF_COL_STREAM",
+    "__device__ __forceinline__ void sf_cp_commit() {",
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800",
+    "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");",
+    "#endif",
+    "}",
+    "template <int N> __device__ __forceinline__ void sf_cp_wait_group() {",
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800",
+    "    asm volatile(\"cp.async.wait_group %0;\" ::\"n\"(N) : \"memory\");",
+    "#endif",
+    "}",
+    "template <class Op, class Io, int W, int RG, int L, int S, bool EXCL>",
+    "__device__ __forceinline__ void sf_col_stream_scan(const sf_args& a, i64 ncols, i64 len, i64 nchunks, i64 ncb) {",
+    "    typedef typename Op::T T;",
+    "    static_assert(S >= 2 && S <= 32, \"a ring of 2 to 32 stages\");",
+    "    __shared__ T s_x[RG][W];",
+    "    extern __shared__ __align__(16) char s_ring[];",
+    "    constexpr int NS = RG * L, SB = NS * W * Io::SB; /* steps, bytes a stage */",
+    "    constexpr int SUB = L % 8 == 0 ? 8 : L;",
+    "    const int c = (int)threadIdx.x % W, rg = (int)threadIdx.x / W;",
+    "    for (i64 cb = blockIdx.x; cb < ncb; cb += gridDim.x) {",
+    "        const i64 col = cb * W + c;",
+    "        const bool valid = col < ncols, full = (cb + 1) * W <= ncols;",
+    "        typename Io::B b;",
+    "        if (valid) Io::base(a, col, b);",
+    "        /* chunk q's copies into stage q % S (whole chunks of whole column blocks that",
+    "         * pass col_stage's checks; the others are read from global memory) */",
+    "        auto issue = [&](i64 q) -> bool {",
+    "            return q < nchunks && full && (q + 1) * NS <= len &&",
+    "                   Io::template col_stage<W, NS, RG * W>(a, cb * W, len, q * NS, s_ring + (int)(q % S) * SB);",
+    "        };",
+    "        u32 stgm = 0; /* bit q % S: chunk q staged */",
+    "        for (int q = 0; q < S - 1; ++q) {",
+    "            if (issue(q)) stgm |= 1u << q;",
+    "            sf_cp_commit();",
+    "        }",
+    "        T carry = Op::id();",
+    "        for (i64 ch = 0; ch < nchunks; ++ch) {",
+    "            sf_cp_wait_group<S - 2>(); /* this thread's copies of chunk ch are in */",
+    "            __syncthreads(); /* everyone's; and chunk ch - 1's stage and s_x are free */",
+    "            const int sn = (int)((ch + S - 1) % S);",
+    "            stgm &= ~(1u << sn);",
+    "            if (issue(ch + S - 1)) stgm |= 1u << sn;",
+    "            sf_cp_commit();",
+    "            const int sl = (int)(ch % S);",
+    "            const bool stg = (stgm >> sl) & 1u;",
+    "            const char* st = s_ring + sl * SB;",
+    "            const i64 tt0 = ch * (i64)NS, t0 = tt0 + (i64)rg * L;",
+    "            T agg = Op::id();",
+    "            if (stg) {",
+    "#pragma unroll",
+    "                for (int j = 0; j < L / SUB; ++j) {",
+    "                    T u[SUB];",
+    "                    Io::template ld_col_s<W, SUB>(a, b, len, t0 + j * SUB, tt0, NS, st, c, u);",
+    "#pragma unroll",
+    "                    for (int k = 0; k < SUB; ++k) agg = Op::op(agg, u[k]);",
+    "                }",
+    "            } else {",
+    "#pragma unroll 4",
+    "                for (int k = 0; k < L; ++k) agg = Op::op(agg, (valid && t0 + k < len) ? Io::ld(a, b, len, t0 + k) : Op::id());",
+    "            }",
+    "            s_x[rg][c] = agg;",
+    "            __syncthreads();",
+    "            T run = carry; /* the chunks before, then the row groups before this one */",
+    "            for (int k = 0; k < rg; ++k) run = Op::op(run, s_x[k][c]);",
+    "            T tot = run;",
+    "            for (int k = rg; k < RG; ++k) tot = Op::op(tot, s_x[k][c]);",
+    "            carry = tot; /* the same fold in every row group */",
+    "            auto put = [&](int k, const T& x) {",
+    "                if (EXCL) {",
+    "                    Io::st(a, b, len, t0 + k, run);",
+    "                    run = Op::op(run, x);",
+    "                } else {",
+    "                    run = Op::op(run, x);",
+    "                    Io::st(a, b, len, t0 + k, run);",
+    "                }",
+    "            };",
+    "            if (stg) {",
+    "#pragma unroll",
+    "                for (int j = 0; j < L / SUB; ++j) {",
+    "                    T u[SUB];",
+    "                    Io::template ld_col_s<W, SUB>(a, b, len, t0 + j * SUB, tt0, NS, st, c, u);",
+    "#pragma unroll",
+    "                    for (int k = 0; k < SUB; ++k) put(j * SUB + k, u[k]);",
+    "                }",
+    "            } else if (valid) {",
+    "#pragma unroll 4",
+    "                for (int k = 0; k < L; ++k)",
+    "                    if (t0 + k < len) put(k, Io::ld(a, b, len, t0 + k));",
+    "            }",
+    "        }",
+    "        sf_cp_wait_group<0>(); /* the ring is empty before the next column block */",
+    "        __syncthreads();",
+    "    }",
+    "}",
+    "#endif",
+};
+
 /* Whether value v, broadcast against a kernel of nd dims, varies along the kernel's dim
  * of len steps (its dims aligned to the kernel's last ones). */
 static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
@@ -952,6 +1060,29 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             cminb = 8;
         cminb = sf_cg_tune("col_minb", cminb);
         if (cminb > 8) cminb = 8;
+        /* col_stream=1 (an experiment): the stream kernel above, for staged sums and
+         * scans with states of at most 8 bytes and several chunks; col_ring=S stages
+         * (default 4) of at most 16 KB each (col_l shortens them) */
+        if (sf_cg_tune("col_stream", 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
+            int ls = l;
+            while ((int64_t)rg * ls * w * inb > 16384 && ls > 1) ls /= 2;
+            int ring = sf_cg_tune("col_ring", 4);
+            if (ring < 2) ring = 2;
+            if (ring > 8) ring = 8;
+            const int64_t nch = ceil_div(len, (int64_t)rg * ls);
+            k->ntiles = 0;
+            k->scratch_bytes = 0;
+            k->grid = sf_cg_grid(ncb);
+            k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
+            for (size_t i = 0; i < sizeof col_stream_skeleton / sizeof col_stream_skeleton[0]; i++)
+                sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
+                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
+                          (long long)nch, (long long)ncb);
+            return SCANFUSE_OK;
+        }
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
         sf_buf_printf(src,

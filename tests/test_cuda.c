@@ -579,6 +579,15 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
+    /* column scans streamed by one block a column block, no look-back (col_stream=1, an
+     * experiment): 16-bit sums, every scan op of float32 columns (the 16-byte states of
+     * cummax and cummin take the tile kernel), int64 in short chunks, a 3-d tensor with a
+     * ring of two stages, a partial last chunk and column block */
+    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM)->tune = "col_stream=1";
+    prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_stream=1", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(700, 40), 0, "col_stream=1,col_l=2", G_FULL);
+    prog_scans(SCANFUSE_FLOAT16, S3(3, 500, 72), 1, "col_stream=1,col_ring=2", G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
