@@ -1062,25 +1062,32 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (cminb > 8) cminb = 8;
         /* col_stream=1 (an experiment): the stream kernel above, for staged sums and
          * scans with states of at most 8 bytes and several chunks; col_ring=S stages
-         * (default 4) of at most 16 KB each (col_l shortens them) */
-        if (sf_cg_tune("col_stream", 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
-            int ls = l;
-            while ((int64_t)rg * ls * w * inb > 16384 && ls > 1) ls /= 2;
+         * (default 4) of at most 16 KB each (col_l shortens them); col_sthreads=512
+         * blocks of 512 (16 row groups); col_w=16 blocks of 16 columns (twice the
+         * column blocks) */
+        const bool wide = ncb * 8 >= 7 * (int64_t)sms; /* about a column block an SM */
+        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
+            const int sthr = sf_cg_tune("col_sthreads", 256) == 512 ? 512 : 256;
+            const int sw = sf_cg_tune("col_w", 32) == 16 ? 16 : w, srg = sthr / sw;
+            int ls = 64, lt = sf_cg_tune("col_l", 0);
+            if (lt > 0 && lt < ls) ls = lt;
+            while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
             int ring = sf_cg_tune("col_ring", 4);
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
-            const int64_t nch = ceil_div(len, (int64_t)rg * ls);
+            const int64_t nch = ceil_div(len, (int64_t)srg * ls), scb = ceil_div(ncols, sw);
             k->ntiles = 0;
             k->scratch_bytes = 0;
-            k->grid = sf_cg_grid(ncb);
-            k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
+            k->block = (unsigned)sthr;
+            k->grid = sf_cg_grid(scb);
+            k->dyn_smem = (unsigned)(ring * (int64_t)srg * ls * sw * inb);
             for (size_t i = 0; i < sizeof col_stream_skeleton / sizeof col_stream_skeleton[0]; i++)
                 sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
             sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
+                          "extern \"C\" __global__ void __launch_bounds__(%d, 1) k%d(const sf_args a) {\n"
                           "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
-                          (long long)nch, (long long)ncb);
+                          sthr, ki, io, io, sw, srg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
+                          (long long)nch, (long long)scb);
             return SCANFUSE_OK;
         }
         char lbs[16] = "";

@@ -588,6 +588,16 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_stream=1", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(700, 40), 0, "col_stream=1,col_l=2", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S3(3, 500, 72), 1, "col_stream=1,col_ring=2", G_DEFAULT);
+    /* ... in blocks of 512 or of 16 columns; and by default, where the grid has about a
+     * column block an SM (4160 and 4200 columns: 130 and 132 blocks of 32) */
+    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM)->tune = "col_stream=1,col_sthreads=512";
+    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM)->tune = "col_stream=1,col_w=16";
+    prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_stream=1,col_w=16,col_sthreads=512", G_DEFAULT);
+    prog_raw("input x: bfloat16[600, 4160]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "h = cumsum(x, dim=0, dtype=float32)\noutput y, z, h\n", T_SUM);
+    prog_scans(SCANFUSE_FLOAT32, S2(300, 4200), 0, NULL, G_DEFAULT);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */
