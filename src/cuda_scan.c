@@ -5,8 +5,8 @@
  * the static shape, and emits the per-kernel `Io` struct (how a row is located, how an
  * element is loaded — the prologue computed in registers —, how a state is stored — the
  * epilogue computed in registers, every value that needs memory written) that the
- * skeletons (cuda_skeletons.c: sf_warp_scan, sf_row_scan, sf_col_tile_scan, sf_red_*)
- * are instantiated with.
+ * skeletons (cuda_skeletons.c: sf_warp_scan, sf_row_scan, sf_col_tile_scan, sf_red_*;
+ * sf_col_stream_scan here) are instantiated with.
  *
  * Scans see the scan's shape as rows x len: a row is one position of every dim except
  * the scanned one (row index = row-major order of those dims), a step t of the scan is
@@ -23,7 +23,10 @@
  *  - otherwise (scan along an outer dim): blocks of 32 columns x 8 row groups
  *    (neighbouring columns are neighbours in memory for contiguous tensors), tiles of
  *    8*L steps staged in shared memory, chained along the scan by the two-level column
- *    look-back (sf_col_tile_scan).
+ *    look-back (sf_col_tile_scan); where the grid has about a block of 32 columns an
+ *    SM or more, one block a column block instead, streaming its chunks in scan order
+ *    through a ring of stages and carrying the prefix itself (sf_col_stream_scan,
+ *    emitted below into the sources that use it).
  * A lane's V consecutive steps use one vector access per operand when every operand is
  * contiguous along the scan and aligned (checked at run time per thread), element
  * accesses otherwise.
@@ -39,7 +42,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -49,7 +52,9 @@
  * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
  * row_io1=2 reads each input of a row kernel of two or more inputs by one path, 1 every
  * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
- * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's).
+ * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's;
+ * col_stream (by default 1 where the grid has about a column block an SM) 1 streams
+ * column scans through one block a column block, 0 never; col_ring its stages).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -294,8 +299,8 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
     sf_buf_printf(src, "v[k] = %s;\n}\n}\n", elem);
 }
 
-/* Column scans with no look-back (tuning col_stream=1, an experiment; bench/NOTES.md
- * session 18): a block owns W columns and streams their chunks of RG*L steps in scan
+/* Column scans with no look-back (the default for grids of about a column block an SM,
+ * below; bench/NOTES.md session 18): a block owns W columns and streams their chunks of RG*L steps in scan
  * order through a ring of S stages in dynamic shared memory (cp.async groups), carrying
  * each column's prefix from chunk to chunk.  No ticket, no published states, no waits
  * on other blocks; the fold of a chunk has a fixed shape (each row group's L steps in
@@ -1060,34 +1065,36 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             cminb = 8;
         cminb = sf_cg_tune("col_minb", cminb);
         if (cminb > 8) cminb = 8;
-        /* col_stream=1 (an experiment): the stream kernel above, for staged sums and
-         * scans with states of at most 8 bytes and several chunks; col_ring=S stages
-         * (default 4) of at most 16 KB each (col_l shortens them); col_sthreads=512
-         * blocks of 512 (16 row groups); col_w=16 blocks of 16 columns (twice the
-         * column blocks) */
+        /* Grids of about a column block an SM or more: the stream kernel above (no
+         * look-back, no ticket), for staged scans with states of at most 8 bytes and
+         * several chunks: 4 stages of 16 KB (64 KB of dynamic shared memory, one block an
+         * SM).  H200, NOTES session 18 entries 6-7, against the tile kernel in the same
+         * runs: bfloat16 [4096, 4096] dim 0 38.0-38.4 -> 34.5-36.8 us, [8192, 8192] 99.6
+         * -> 90.9-93.5, float32 [4096, 4096] 50.8-51.6 -> 44.0-45.9, [16384, 4096]
+         * unchanged (104 us); where it has fewer blocks than SMs, far slower ([8192, 256]
+         * 16.6 -> 70.6).  Blocks of 512 threads or of 16 columns were slower.  col_stream=0:
+         * the tile kernel; =1 the stream kernel for any grid; col_ring=S stages (2-8);
+         * col_l=L at most L steps a thread a stage. */
         const bool wide = ncb * 8 >= 7 * (int64_t)sms; /* about a column block an SM */
         if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
-            const int sthr = sf_cg_tune("col_sthreads", 256) == 512 ? 512 : 256;
-            const int sw = sf_cg_tune("col_w", 32) == 16 ? 16 : w, srg = sthr / sw;
             int ls = 64, lt = sf_cg_tune("col_l", 0);
             if (lt > 0 && lt < ls) ls = lt;
-            while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
+            while ((int64_t)rg * ls * w * inb > 16384 && ls > 1) ls /= 2;
             int ring = sf_cg_tune("col_ring", 4);
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
-            const int64_t nch = ceil_div(len, (int64_t)srg * ls), scb = ceil_div(ncols, sw);
+            const int64_t nch = ceil_div(len, (int64_t)rg * ls);
             k->ntiles = 0;
             k->scratch_bytes = 0;
-            k->block = (unsigned)sthr;
-            k->grid = sf_cg_grid(scb);
-            k->dyn_smem = (unsigned)(ring * (int64_t)srg * ls * sw * inb);
+            k->grid = sf_cg_grid(ncb);
+            k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
             for (size_t i = 0; i < sizeof col_stream_skeleton / sizeof col_stream_skeleton[0]; i++)
                 sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
             sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(%d, 1) k%d(const sf_args a) {\n"
+                          "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
                           "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                          sthr, ki, io, io, sw, srg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
-                          (long long)nch, (long long)scb);
+                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
+                          (long long)nch, (long long)ncb);
             return SCANFUSE_OK;
         }
         char lbs[16] = "";

@@ -579,8 +579,8 @@ static void build_programs(void) {
              "z = cumsum(x, dim=0, exclusive=true, reverse=true)\nh = cumsum(x, dim=0, dtype=float32)\n"
              "v = cumsum(w, dim=0)\noutput y, z, h, v\n",
              T_SUM);
-    /* column scans streamed by one block a column block, no look-back (col_stream=1, an
-     * experiment): 16-bit sums, every scan op of float32 columns (the 16-byte states of
+    /* column scans streamed by one block a column block, no look-back (col_stream=1 for
+     * any grid): 16-bit sums, every scan op of float32 columns (the 16-byte states of
      * cummax and cummin take the tile kernel), int64 in short chunks, a 3-d tensor with a
      * ring of two stages, a partial last chunk and column block */
     prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
@@ -588,13 +588,8 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_stream=1", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(700, 40), 0, "col_stream=1,col_l=2", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S3(3, 500, 72), 1, "col_stream=1,col_ring=2", G_DEFAULT);
-    /* ... in blocks of 512 or of 16 columns; and by default, where the grid has about a
-     * column block an SM (4160 and 4200 columns: 130 and 132 blocks of 32) */
-    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
-             "output y, z\n", T_SUM)->tune = "col_stream=1,col_sthreads=512";
-    prog_raw("input x: bfloat16[4096, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
-             "output y, z\n", T_SUM)->tune = "col_stream=1,col_w=16";
-    prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_stream=1,col_w=16,col_sthreads=512", G_DEFAULT);
+    /* ... and by default, where the grid has about a column block an SM (4160 and 4200
+     * columns: 130 and 132 blocks of 32) */
     prog_raw("input x: bfloat16[600, 4160]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "h = cumsum(x, dim=0, dtype=float32)\noutput y, z, h\n", T_SUM);
     prog_scans(SCANFUSE_FLOAT32, S2(300, 4200), 0, NULL, G_DEFAULT);
@@ -1301,6 +1296,19 @@ static void build_coverage(void) {
         out(p, "z", T_EXACT);
         finish(p);
         p->tune = "col_stage=0,col_l=4";
+    }
+    {
+        /* the stream column kernel (no look-back; the default for grids of about a
+         * column block an SM): sums of a bfloat16 input, exclusive and reversed,
+         * logcumsumexp and integer cumprod */
+        prog *p = newprog();
+        P(p, "input a: bfloat16[300, 4160]\ninput b: int32[300, 4160]\n"
+             "x = cumsum(a, dim=0, exclusive=true, reverse=true)\ny = logcumsumexp(cast(a, float32), dim=0)\n"
+             "z = cumprod(b, dim=0)\n");
+        out(p, "x", T_SUM);
+        out(p, "y", T_LSE);
+        out(p, "z", T_EXACT);
+        finish(p);
     }
     {
         prog *p = newprog(); /* one-tile rows of 128 threads (row_threads=128) */
