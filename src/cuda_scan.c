@@ -305,8 +305,10 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
  * each column's prefix from chunk to chunk.  No ticket, no published states, no waits
  * on other blocks; the fold of a chunk has a fixed shape (each row group's L steps in
  * order, then the row groups in order after the carry), so the same bits on every run.
- * Emitted into a kernel's source only when chosen (the default kernels' text, and so
- * their cache keys, stay as they are). */
+ * Emitted into a kernel's source only when chosen, so the other kernels' text, and
+ * their cache keys, stay as they were.  The chunk's two passes repeat those of
+ * sf_col_tile_scan's staged tile; sharing them would put a helper in the prelude and
+ * change every kernel's key (bench/README.md): merge them at the next prelude change. */
 static const char *const col_stream_skeleton[] = {
     "#ifndef SF_COL_STREAM",
     "#define SF_COL_STREAM",
