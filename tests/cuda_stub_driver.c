@@ -25,6 +25,11 @@ int stub_launch_pdl[64];
 /* What the test sets: when >= 0, device-to-host copies return this byte everywhere
  * instead of the source's bytes (a kernel that "flagged" a run-time error). */
 int stub_dtoh_fill = -1;
+/* Dynamic shared memory: the device's most a block (the test may lower it), and the
+ * most any function has been allowed by cuFuncSetAttribute; a launch asking for more
+ * than 48 KB fails unless allowed, as the driver's does. */
+int stub_dyn_limit = 232448;
+int stub_dyn_allowed;
 
 static int ctx_token, mod_token, fn_token, stream_token, event_token;
 static void *current;
@@ -92,11 +97,14 @@ sf_CUresult cuModuleGetFunction(sf_CUfunction *f, sf_CUmodule m, const char *nam
     return name && name[0] ? 0 : 500; /* NOT_FOUND */
 }
 sf_CUresult cuFuncSetAttribute(sf_CUfunction f, int attr, int value) {
-    (void)f;
-    (void)attr;
-    (void)value;
+    if (!f) return 400; /* INVALID_HANDLE */
+    if (attr == SF_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (value < 0 || value > stub_dyn_limit) return 1; /* INVALID_VALUE */
+        if (value > stub_dyn_allowed) stub_dyn_allowed = value;
+    }
     return 0;
 }
+static int smem_ok(unsigned smem) { return smem <= 49152 || (int)smem <= stub_dyn_allowed; }
 
 static void record(int pdl) {
     if (stub_launches < 64) stub_launch_pdl[stub_launches] = pdl;
@@ -105,17 +113,16 @@ static void record(int pdl) {
 sf_CUresult cuLaunchKernel(sf_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                            unsigned bz, unsigned smem, sf_CUstream s, void **params, void **extra) {
     (void)s;
-    (void)smem;
     (void)extra;
     (void)params;
-    if (!f || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return 1;
+    if (!f || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || !smem_ok(smem)) return 1;
     record(0);
     return 0;
 }
 sf_CUresult cuLaunchKernelEx(const sf_CUlaunchConfig *cfg, sf_CUfunction f, void **params, void **extra) {
     (void)extra;
     (void)params;
-    if (!cfg || !f || !cfg->grid_x || !cfg->block_x || cfg->block_x > 1024) return 1;
+    if (!cfg || !f || !cfg->grid_x || !cfg->block_x || cfg->block_x > 1024 || !smem_ok(cfg->shared_bytes)) return 1;
     int pdl = 0;
     for (unsigned i = 0; i < cfg->num_attrs; i++)
         if (cfg->attrs[i].id == SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)

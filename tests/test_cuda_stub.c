@@ -29,7 +29,7 @@
 #endif
 
 static unsigned long *launches;
-static int *launch_pdl, *dtoh_fill;
+static int *launch_pdl, *dtoh_fill, *dyn_limit, *dyn_allowed;
 
 static scanfuse_program *compile_cuda(const char *text, const char *tune) {
     scanfuse_fusion *f = scanfuse_parse(text, "<stub>");
@@ -148,6 +148,42 @@ static void runtime_errors(void *da, void *db, void *dy) {
     scanfuse_program_free(p);
 }
 
+/* A column scan wide enough for the stream kernel (one block a column block, 64 KB of
+ * dynamic shared memory): it runs once its function is allowed that much (the module is
+ * bound when the program compiles); on a device that cannot give it, the compile fails
+ * with the driver's error and the amount. */
+static void dynamic_shared_memory(void) {
+    static const char text[] = "input x: float32[300, 4200]\ny = cumsum(x, dim=0)\noutput y\n";
+    int64_t shape[2] = {300, 4200};
+    const size_t bytes = 300 * 4200 * 4;
+    void *dx = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    CHECK_STATUS(sf_cuda_alloc(0, bytes, &dx, msg, sizeof msg), SCANFUSE_OK);
+    CHECK_STATUS(sf_cuda_alloc(0, bytes, &dy, msg, sizeof msg), SCANFUSE_OK);
+    scanfuse_dl_tensor x = f32_tensor(dx, 2, shape, NULL), y = f32_tensor(dy, 2, shape, NULL);
+    *dyn_allowed = 0;
+    scanfuse_program *p = compile_cuda(text, NULL);
+    *launches = 0;
+    if (dx && dy) CHECK_STATUS(scanfuse_run(p, &x, 1, &y, 1), SCANFUSE_OK);
+    CHECK_EQ_INT(*launches, 1);
+    CHECKF(*dyn_allowed > 49152, "the function was allowed %d bytes", *dyn_allowed);
+    scanfuse_program_free(p);
+    *dyn_limit = 32768; /* a device with 32 KB a block */
+    scanfuse_fusion *f = scanfuse_parse(text, "<stub>");
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_CUDA;
+    p = scanfuse_compile(f, &o);
+    CHECK_STATUS(scanfuse_program_status(p), SCANFUSE_ERROR_DEVICE);
+    CHECKF(sf_test_contains(scanfuse_program_error(p), "65536 bytes of dynamic shared memory"), "message: %s",
+           scanfuse_program_error(p));
+    scanfuse_program_free(p);
+    scanfuse_fusion_free(f);
+    *dyn_limit = 232448;
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+}
+
 /* The MoE routing example (Llama-4 sizes): at most the issue's 4 launches a run, and
  * the first one plain: its combine kernel reads inputs before it waits (SF_OWN_PDL),
  * so the plan keeps pdl_first off. */
@@ -203,16 +239,19 @@ int main(void) {
     launches = dlsym(lib, "stub_launches");
     launch_pdl = dlsym(lib, "stub_launch_pdl");
     dtoh_fill = dlsym(lib, "stub_dtoh_fill");
-    CHECK(launches && launch_pdl && dtoh_fill);
+    dyn_limit = dlsym(lib, "stub_dyn_limit");
+    dyn_allowed = dlsym(lib, "stub_dyn_allowed");
+    CHECK(launches && launch_pdl && dtoh_fill && dyn_limit && dyn_allowed);
     CHECK_STATUS(sf_cuda_probe(0, msg, sizeof msg), SCANFUSE_OK);
     CHECKF(sf_test_contains(msg, "stub"), "probe: %s", msg);
     void *d[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++) CHECK_STATUS(sf_cuda_alloc(0, 4096, &d[i], msg, sizeof msg), SCANFUSE_OK);
-    if (launches && launch_pdl && dtoh_fill && d[0] && d[1] && d[2]) {
+    if (launches && launch_pdl && dtoh_fill && dyn_limit && dyn_allowed && d[0] && d[1] && d[2]) {
         bad_tensors(d[0], d[1]);
         launches_and_pdl(d[0], d[1]);
         runtime_errors(d[0], d[1], d[2]);
         moe_plan();
+        dynamic_shared_memory();
     }
     for (int i = 0; i < 3; i++) sf_cuda_free(0, d[i]);
     return sf_test_finish("test_cuda_stub");
