@@ -300,9 +300,9 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
 }
 
 /* Column scans with no look-back (the default for grids of about a column block an SM,
- * below; bench/NOTES.md session 18): a block owns W columns and streams their chunks of RG*L steps in scan
- * order through a ring of S stages in dynamic shared memory (cp.async groups), carrying
- * each column's prefix from chunk to chunk.  No ticket, no published states, no waits
+ * below; bench/NOTES.md session 18): a block owns W columns and streams their chunks of
+ * RG*L steps in scan order through a ring of S stages in dynamic shared memory
+ * (cp.async groups), carrying each column's prefix from chunk to chunk.  No ticket, no published states, no waits
  * on other blocks; the fold of a chunk has a fixed shape (each row group's L steps in
  * order, then the row groups in order after the carry), so the same bits on every run.
  * Emitted into a kernel's source only when chosen, so the other kernels' text, and
@@ -1029,6 +1029,37 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         }
         int64_t nchunks = ceil_div(len, (int64_t)rg * l);
         int64_t ncb = ceil_div(ncols, w);
+        /* Grids of about a column block an SM or more: the stream kernel above (no
+         * look-back, no ticket), for staged scans with states of at most 8 bytes and
+         * several chunks: 4 stages of 16 KB (64 KB of dynamic shared memory, one block an
+         * SM).  H200, NOTES session 18 entries 6-7, against the tile kernel in the same
+         * runs: bfloat16 [4096, 4096] dim 0 36.3-38.4 -> 34.5-36.8 us, [8192, 8192] 99.6
+         * -> 90.9-93.5, float32 [4096, 4096] 49.8-51.6 -> 44.0-45.9, [16384, 4096]
+         * unchanged (104 us); where it has fewer blocks than SMs, far slower ([8192, 256]
+         * 16.6 -> 70.6).  Blocks of 512 threads or of 16 columns were slower.  col_stream=0:
+         * the tile kernel; =1 the stream kernel for any grid; col_ring=S stages (2-8);
+         * col_l=L at most L steps a thread a stage. */
+        const bool wide = ncb * 8 >= 7 * (int64_t)sms; /* about a column block an SM */
+        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
+            int ls = 64, lt = sf_cg_tune("col_l", 0);
+            if (lt > 0 && lt < ls) ls = lt;
+            while ((int64_t)rg * ls * w * inb > 16384 && ls > 1) ls /= 2;
+            int ring = sf_cg_tune("col_ring", 4);
+            if (ring < 2) ring = 2;
+            if (ring > 8) ring = 8;
+            const int64_t nch = ceil_div(len, (int64_t)rg * ls);
+            k->block = 256;
+            k->grid = sf_cg_grid(ncb);
+            k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
+            for (size_t i = 0; i < sizeof col_stream_skeleton / sizeof col_stream_skeleton[0]; i++)
+                sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
+                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
+                          (long long)nch, (long long)ncb);
+            return SCANFUSE_OK;
+        }
         int64_t ntiles = nchunks * ncb;
         /* up to 16 chunks: one group (a tile folds every earlier aggregate of its
          * columns in one round); up to 64: groups of 16 in super-groups of 4 (one group
@@ -1067,38 +1098,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             cminb = 8;
         cminb = sf_cg_tune("col_minb", cminb);
         if (cminb > 8) cminb = 8;
-        /* Grids of about a column block an SM or more: the stream kernel above (no
-         * look-back, no ticket), for staged scans with states of at most 8 bytes and
-         * several chunks: 4 stages of 16 KB (64 KB of dynamic shared memory, one block an
-         * SM).  H200, NOTES session 18 entries 6-7, against the tile kernel in the same
-         * runs: bfloat16 [4096, 4096] dim 0 38.0-38.4 -> 34.5-36.8 us, [8192, 8192] 99.6
-         * -> 90.9-93.5, float32 [4096, 4096] 50.8-51.6 -> 44.0-45.9, [16384, 4096]
-         * unchanged (104 us); where it has fewer blocks than SMs, far slower ([8192, 256]
-         * 16.6 -> 70.6).  Blocks of 512 threads or of 16 columns were slower.  col_stream=0:
-         * the tile kernel; =1 the stream kernel for any grid; col_ring=S stages (2-8);
-         * col_l=L at most L steps a thread a stage. */
-        const bool wide = ncb * 8 >= 7 * (int64_t)sms; /* about a column block an SM */
-        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
-            int ls = 64, lt = sf_cg_tune("col_l", 0);
-            if (lt > 0 && lt < ls) ls = lt;
-            while ((int64_t)rg * ls * w * inb > 16384 && ls > 1) ls /= 2;
-            int ring = sf_cg_tune("col_ring", 4);
-            if (ring < 2) ring = 2;
-            if (ring > 8) ring = 8;
-            const int64_t nch = ceil_div(len, (int64_t)rg * ls);
-            k->ntiles = 0;
-            k->scratch_bytes = 0;
-            k->grid = sf_cg_grid(ncb);
-            k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
-            for (size_t i = 0; i < sizeof col_stream_skeleton / sizeof col_stream_skeleton[0]; i++)
-                sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
-                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
-                          (long long)nch, (long long)ncb);
-            return SCANFUSE_OK;
-        }
         char lbs[16] = "";
         if (cminb > 1) snprintf(lbs, sizeof lbs, ", %d", cminb);
         sf_buf_printf(src,
