@@ -42,7 +42,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=1"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -54,7 +54,8 @@
  * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's;
  * col_stream (by default 1 where the grid has about a column block an SM) 1 streams
- * column scans through one block a column block, 0 never; col_ring its stages).
+ * column scans through one block a column block, 0 never; col_ring its stages;
+ * col_hold=0 has its pass two read and convert each step again).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -322,7 +323,7 @@ static const char *const col_stream_skeleton[] = {
     "    asm volatile(\"cp.async.wait_group %0;\" ::\"n\"(N) : \"memory\");",
     "#endif",
     "}",
-    "template <class Op, class Io, int W, int RG, int L, int S, bool EXCL>",
+    "template <class Op, class Io, int W, int RG, int L, int S, bool EXCL, bool HOLD>",
     "__device__ __forceinline__ void sf_col_stream_scan(const sf_args& a, i64 ncols, i64 len, i64 nchunks, i64 ncb) {",
     "    typedef typename Op::T T;",
     "    static_assert(S >= 2 && S <= 32, \"a ring of 2 to 32 stages\");",
@@ -342,43 +343,65 @@ static const char *const col_stream_skeleton[] = {
     "            return q < nchunks && full && (q + 1) * NS <= len &&",
     "                   Io::template col_stage<W, NS, RG * W>(a, cb * W, len, q * NS, s_ring + (int)(q % S) * SB);",
     "        };",
+    "        /* chunks in flight ahead of the one being folded: S - 1, or S with HOLD (a",
+    "         * stage is then free once its pass one is done, so the next copies go there",
+    "         * before pass two instead of after it) */",
+    "        constexpr int PF = HOLD ? S : S - 1;",
     "        u32 stgm = 0; /* bit q % S: chunk q staged */",
-    "        for (int q = 0; q < S - 1; ++q) {",
+    "        for (int q = 0; q < PF; ++q) {",
     "            if (issue(q)) stgm |= 1u << q;",
     "            sf_cp_commit();",
     "        }",
     "        T carry = Op::id();",
     "        for (i64 ch = 0; ch < nchunks; ++ch) {",
-    "            sf_cp_wait_group<S - 2>(); /* this thread's copies of chunk ch are in */",
+    "            sf_cp_wait_group<PF - 1>(); /* this thread's copies of chunk ch are in */",
     "            __syncthreads(); /* everyone's; and chunk ch - 1's stage and s_x are free */",
-    "            const int sn = (int)((ch + S - 1) % S);",
-    "            stgm &= ~(1u << sn);",
-    "            if (issue(ch + S - 1)) stgm |= 1u << sn;",
-    "            sf_cp_commit();",
+    "            if (!HOLD) {",
+    "                const int sn = (int)((ch + S - 1) % S);",
+    "                stgm &= ~(1u << sn);",
+    "                if (issue(ch + S - 1)) stgm |= 1u << sn;",
+    "                sf_cp_commit();",
+    "            }",
     "            const int sl = (int)(ch % S);",
     "            const bool stg = (stgm >> sl) & 1u;",
     "            const char* st = s_ring + sl * SB;",
     "            const i64 tt0 = ch * (i64)NS, t0 = tt0 + (i64)rg * L;",
     "            T agg = Op::id();",
+    "            T h[HOLD ? L : 1]; /* HOLD: the chunk's values, kept for pass two */",
     "            if (stg) {",
     "#pragma unroll",
     "                for (int j = 0; j < L / SUB; ++j) {",
     "                    T u[SUB];",
     "                    Io::template ld_col_s<W, SUB>(a, b, len, t0 + j * SUB, tt0, NS, st, c, u);",
     "#pragma unroll",
-    "                    for (int k = 0; k < SUB; ++k) agg = Op::op(agg, u[k]);",
+    "                    for (int k = 0; k < SUB; ++k) {",
+    "                        agg = Op::op(agg, u[k]);",
+    "                        if (HOLD) h[HOLD ? j * SUB + k : 0] = u[k];",
+    "                    }",
     "                }",
     "            } else {",
     "#pragma unroll 4",
     "                for (int k = 0; k < L; ++k) agg = Op::op(agg, (valid && t0 + k < len) ? Io::ld(a, b, len, t0 + k) : Op::id());",
     "            }",
     "            s_x[rg][c] = agg;",
-    "            __syncthreads();",
-    "            T run = carry; /* the chunks before, then the row groups before this one */",
-    "            for (int k = 0; k < rg; ++k) run = Op::op(run, s_x[k][c]);",
-    "            T tot = run;",
-    "            for (int k = rg; k < RG; ++k) tot = Op::op(tot, s_x[k][c]);",
-    "            carry = tot; /* the same fold in every row group */",
+    "            __syncthreads(); /* and, with HOLD, chunk ch's stage is read */",
+    "            if (HOLD) {",
+    "                stgm &= ~(1u << sl);",
+    "                if (issue(ch + S)) stgm |= 1u << sl;",
+    "                sf_cp_commit();",
+    "            }",
+    "            /* run: the chunks before, then the row groups before this one; tot: all of",
+    "             * them.  One fold in every row group, its RG reads issued together */",
+    "            T xs[RG];",
+    "#pragma unroll",
+    "            for (int k = 0; k < RG; ++k) xs[k] = s_x[k][c];",
+    "            T run = carry, tot = carry;",
+    "#pragma unroll",
+    "            for (int k = 0; k < RG; ++k) {",
+    "                if (k == rg) run = tot;",
+    "                tot = Op::op(tot, xs[k]);",
+    "            }",
+    "            carry = tot;",
     "            auto put = [&](int k, const T& x) {",
     "                if (EXCL) {",
     "                    Io::st(a, b, len, t0 + k, run);",
@@ -388,7 +411,10 @@ static const char *const col_stream_skeleton[] = {
     "                    Io::st(a, b, len, t0 + k, run);",
     "                }",
     "            };",
-    "            if (stg) {",
+    "            if (stg && HOLD) {",
+    "#pragma unroll",
+    "                for (int k = 0; k < L; ++k) put(k, h[HOLD ? k : 0]);",
+    "            } else if (stg) {",
     "#pragma unroll",
     "                for (int j = 0; j < L / SUB; ++j) {",
     "                    T u[SUB];",
@@ -1048,6 +1074,11 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
             const int64_t nch = ceil_div(len, (int64_t)rg * ls);
+            /* a thread keeps its steps' values from pass one for pass two (at most 64
+             * registers of them; one block an SM leaves 255 a thread) instead of reading
+             * and converting them again: a float16/bfloat16 step's two conversions to and
+             * from double, not three (col_hold=0: read again) */
+            const bool hold = sf_cg_tune("col_hold", 1) == 1 && ls * sk.tsize <= 256;
             k->block = 256;
             k->grid = sf_cg_grid(ncb);
             k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
@@ -1055,8 +1086,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                 sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
-                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", (long long)ncols, (long long)len,
+                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", hold ? "true" : "false",
+                          (long long)ncols, (long long)len,
                           (long long)nch, (long long)ncb);
             return SCANFUSE_OK;
         }

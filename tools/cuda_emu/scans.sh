@@ -12,7 +12,8 @@
 # the tile counter and tiles-done count of before (lb_ticket=0; with release and fence,
 # lb_done=0), staged one-tile rows
 # (row_stage1=1), one-tile rows of 128 threads (row_threads=128), the stream column kernel
-# (col_stream=1: one block a column block, a ring of stages).  No GPU needed: a CTest
+# (col_stream=1: one block a column block, a ring of stages; col_hold=0: its pass two
+# reading the stage again).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -64,7 +65,7 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "bfw4 pdl=1" "bfw4 row_stage1=0" "one row_stage1=1" "one pdl=1" "one row_threads=128" \
             "bfw row_stage1=0,row_threads=128" "bfwl pdl=1" \
             "col col_stream=1" "col col_stream=1,col_ring=2,col_l=2" "coli col_stream=1" "col3 col_stream=1,col_ring=3" \
-            "colw col_stream=1"; do
+            "colw col_stream=1" "col col_stream=1,col_hold=0,col_ring=3" "colw col_stream=1,col_ring=2,col_hold=0"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
@@ -75,7 +76,7 @@ done
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
 for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
-            "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1"; do
+            "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1" "b16 col_stream=1,col_hold=0"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
