@@ -55,7 +55,8 @@
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's;
  * col_stream (by default 1 where the grid has about a column block an SM) 1 streams
  * column scans through one block a column block, 0 never; col_ring its stages;
- * col_hold=0 has its pass two read and convert each step again).
+ * col_hold=0 has its pass two read and convert each step again, 2 holds them but
+ * refills a stage only after the pass two that follows its pass one).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -323,7 +324,7 @@ static const char *const col_stream_skeleton[] = {
     "    asm volatile(\"cp.async.wait_group %0;\" ::\"n\"(N) : \"memory\");",
     "#endif",
     "}",
-    "template <class Op, class Io, int W, int RG, int L, int S, bool EXCL, bool HOLD>",
+    "template <class Op, class Io, int W, int RG, int L, int S, bool EXCL, bool HOLD, bool EARLY>",
     "__device__ __forceinline__ void sf_col_stream_scan(const sf_args& a, i64 ncols, i64 len, i64 nchunks, i64 ncb) {",
     "    typedef typename Op::T T;",
     "    static_assert(S >= 2 && S <= 32, \"a ring of 2 to 32 stages\");",
@@ -343,10 +344,10 @@ static const char *const col_stream_skeleton[] = {
     "            return q < nchunks && full && (q + 1) * NS <= len &&",
     "                   Io::template col_stage<W, NS, RG * W>(a, cb * W, len, q * NS, s_ring + (int)(q % S) * SB);",
     "        };",
-    "        /* chunks in flight ahead of the one being folded: S - 1, or S with HOLD (a",
+    "        /* chunks in flight ahead of the one being folded: S - 1, or S with HOLD and EARLY (a",
     "         * stage is then free once its pass one is done, so the next copies go there",
     "         * before pass two instead of after it) */",
-    "        constexpr int PF = HOLD ? S : S - 1;",
+    "        constexpr int PF = HOLD && EARLY ? S : S - 1;",
     "        u32 stgm = 0; /* bit q % S: chunk q staged */",
     "        for (int q = 0; q < PF; ++q) {",
     "            if (issue(q)) stgm |= 1u << q;",
@@ -356,7 +357,7 @@ static const char *const col_stream_skeleton[] = {
     "        for (i64 ch = 0; ch < nchunks; ++ch) {",
     "            sf_cp_wait_group<PF - 1>(); /* this thread's copies of chunk ch are in */",
     "            __syncthreads(); /* everyone's; and chunk ch - 1's stage and s_x are free */",
-    "            if (!HOLD) {",
+    "            if (PF < S) {",
     "                const int sn = (int)((ch + S - 1) % S);",
     "                stgm &= ~(1u << sn);",
     "                if (issue(ch + S - 1)) stgm |= 1u << sn;",
@@ -384,8 +385,8 @@ static const char *const col_stream_skeleton[] = {
     "                for (int k = 0; k < L; ++k) agg = Op::op(agg, (valid && t0 + k < len) ? Io::ld(a, b, len, t0 + k) : Op::id());",
     "            }",
     "            s_x[rg][c] = agg;",
-    "            __syncthreads(); /* and, with HOLD, chunk ch's stage is read */",
-    "            if (HOLD) {",
+    "            __syncthreads(); /* and, with HOLD, chunk ch's stage is read: EARLY refills it */",
+    "            if (PF == S) {",
     "                stgm &= ~(1u << sl);",
     "                if (issue(ch + S)) stgm |= 1u << sl;",
     "                sf_cp_commit();",
@@ -1078,7 +1079,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
              * registers of them; one block an SM leaves 255 a thread) instead of reading
              * and converting them again: a float16/bfloat16 step's two conversions to and
              * from double, not three (col_hold=0: read again) */
-            const bool hold = sf_cg_tune("col_hold", 1) == 1 && ls * sk.tsize <= 256;
+            const int hm = sf_cg_tune("col_hold", 1);
+            const bool hold = (hm == 1 || hm == 2) && ls * sk.tsize <= 256;
             k->block = 256;
             k->grid = sf_cg_grid(ncb);
             k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
@@ -1086,8 +1088,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                 sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
-                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
+                          "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
                           ki, io, io, w, rg, ls, ring, excl ? "true" : "false", hold ? "true" : "false",
+                          hold && hm == 1 ? "true" : "false",
                           (long long)ncols, (long long)len,
                           (long long)nch, (long long)ncb);
             return SCANFUSE_OK;
