@@ -42,7 +42,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -55,8 +55,9 @@
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's;
  * col_stream (by default 1 where the grid has about a column block an SM) 1 streams
  * column scans through one block a column block, 0 never; col_ring its stages;
- * col_hold=0 has its pass two read and convert each step again, 2 holds them but
- * refills a stage only after the pass two that follows its pass one).
+ * col_hold (by default 1 for 16-bit inputs in grids of at most a column block an SM)
+ * 1 keeps a thread's steps from pass one to pass two, 2 the same but refills a stage
+ * only after that pass two, 0 reads and converts them again).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -1075,11 +1076,18 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
             const int64_t nch = ceil_div(len, (int64_t)rg * ls);
-            /* a thread keeps its steps' values from pass one for pass two (at most 64
-             * registers of them; one block an SM leaves 255 a thread) instead of reading
-             * and converting them again: a float16/bfloat16 step's two conversions to and
-             * from double, not three (col_hold=0: read again) */
-            const int hm = sf_cg_tune("col_hold", 1);
+            /* HOLD: a thread keeps its steps' values from pass one for pass two (at most
+             * 64 registers of them; one block an SM leaves 255 a thread) instead of
+             * reading and converting them again: a float16/bfloat16 step's conversions
+             * to and from double two, not three, and the stage free for the next copies
+             * before pass two (EARLY).  H200, NOTES session 19 (three passes, against
+             * col_hold=0 in the same run): bfloat16 [4096, 4096] dim 0 34.9-35.5 ->
+             * 29.3-31.4 us, float16 32.7-34.8 -> 30.7-31.0, bfloat16 [16384, 4096]
+             * 98.3-100.2 -> 84.6-85.9; but bfloat16 [8192, 8192] (two blocks an SM)
+             * 91.3-92.4 -> 97.4-99.2 and float32 [4096, 4096] (16 steps a thread)
+             * 46.5-48.2 -> 47.3-48.9.  So by default: 32 steps a thread or more, at most
+             * a column block an SM.  col_hold=1 holds with EARLY, 2 without, 0 never. */
+            const int hm = sf_cg_tune("col_hold", ls >= 32 && ncb <= (int64_t)sms ? 1 : 0);
             const bool hold = (hm == 1 || hm == 2) && ls * sk.tsize <= 256;
             k->block = 256;
             k->grid = sf_cg_grid(ncb);
