@@ -588,10 +588,13 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(3001, 96), 0, "col_stream=1", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(700, 40), 0, "col_stream=1,col_l=2", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S3(3, 500, 72), 1, "col_stream=1,col_ring=2", G_DEFAULT);
-    /* ... its pass two reading the stage again (col_hold=0), and 1-byte inputs, whose
-     * 64 steps a thread a stage are too many to hold (read again by default) */
+    /* ... its pass two reading the stage again (col_hold=0), blocks of 64 columns, and
+     * 1-byte inputs, whose 64 steps a thread a stage are too many to hold (read again
+     * by default) */
     prog_raw("input x: bfloat16[1100, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "output y, z\n", T_SUM)->tune = "col_stream=1,col_hold=0,col_ring=3";
+    prog_raw("input x: bfloat16[1100, 2112]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM)->tune = "col_stream=1,col_w=64";
     prog_raw("input x: uint8[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "output y, z\n", T_SUM)->tune = "col_stream=1";
     /* ... and by default, where the grid has about a column block an SM (4160 and 4200
