@@ -1069,13 +1069,21 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * col_l=L at most L steps a thread a stage. */
         const bool wide = ncb * 8 >= 7 * (int64_t)sms; /* about a column block an SM */
         if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
+            /* 16-bit inputs in grids of about a block of 64 columns an SM or more: blocks
+             * of 64 columns (a whole 128-byte line of each row, one block an SM where
+             * blocks of 32 made two): bfloat16 [8192, 8192] dim 0 90.9 -> 80.6-81.3 us
+             * (NOTES session 19, run 3) */
+            int sw = w;
+            if (sf_cg_tune("col_w", 0) == 0 && inb == 2 && ceil_div(ncols, 64) * 8 >= 7 * (int64_t)sms) sw = 64;
+            const int srg = 256 / sw;
+            const int64_t sncb = ceil_div(ncols, sw);
             int ls = 64, lt = sf_cg_tune("col_l", 0);
             if (lt > 0 && lt < ls) ls = lt;
-            while ((int64_t)rg * ls * w * inb > 16384 && ls > 1) ls /= 2;
+            while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
             int ring = sf_cg_tune("col_ring", 4);
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
-            const int64_t nch = ceil_div(len, (int64_t)rg * ls);
+            const int64_t nch = ceil_div(len, (int64_t)srg * ls);
             /* HOLD: a thread keeps its steps' values from pass one for pass two (at most
              * 64 registers of them; one block an SM leaves 255 a thread) instead of
              * reading and converting them again: a float16/bfloat16 step's conversions
@@ -1087,20 +1095,20 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
              * 91.3-92.4 -> 97.4-99.2 and float32 [4096, 4096] (16 steps a thread)
              * 46.5-48.2 -> 47.3-48.9.  So by default: 32 steps a thread or more, at most
              * a column block an SM.  col_hold=1 holds with EARLY, 2 without, 0 never. */
-            const int hm = sf_cg_tune("col_hold", ls >= 32 && ncb <= (int64_t)sms ? 1 : 0);
+            const int hm = sf_cg_tune("col_hold", ls >= 32 && sncb <= (int64_t)sms ? 1 : 0);
             const bool hold = (hm == 1 || hm == 2) && ls * sk.tsize <= 256;
             k->block = 256;
-            k->grid = sf_cg_grid(ncb);
-            k->dyn_smem = (unsigned)(ring * (int64_t)rg * ls * w * inb);
+            k->grid = sf_cg_grid(sncb);
+            k->dyn_smem = (unsigned)(ring * (int64_t)srg * ls * sw * inb);
             for (size_t i = 0; i < sizeof col_stream_skeleton / sizeof col_stream_skeleton[0]; i++)
                 sf_buf_printf(src, "%s\n", col_stream_skeleton[i]);
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(256, 1) k%d(const sf_args a) {\n"
                           "sf_col_stream_scan<%s::Op, %s, %d, %d, %d, %d, %s, %s, %s>(a, %lldll, %lldll, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, w, rg, ls, ring, excl ? "true" : "false", hold ? "true" : "false",
+                          ki, io, io, sw, srg, ls, ring, excl ? "true" : "false", hold ? "true" : "false",
                           hold && hm == 1 ? "true" : "false",
                           (long long)ncols, (long long)len,
-                          (long long)nch, (long long)ncb);
+                          (long long)nch, (long long)sncb);
             return SCANFUSE_OK;
         }
         int64_t ntiles = nchunks * ncb;

@@ -602,6 +602,10 @@ static void build_programs(void) {
     prog_raw("input x: bfloat16[600, 4160]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "h = cumsum(x, dim=0, dtype=float32)\noutput y, z, h\n", T_SUM);
     prog_scans(SCANFUSE_FLOAT32, S2(300, 4200), 0, NULL, G_DEFAULT);
+    /* ... in blocks of 64 columns for 16-bit inputs where those are about one an SM
+     * (8200 columns: 129 blocks of 64) */
+    prog_raw("input x: float16[300, 8200]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM);
     {
         /* a staged look-back row of 1-, 8- and 4-byte inputs, reversed and exclusive (the
          * program the CPU emulator needed -fwrapv for, tools/cuda_emu/run.sh) */

@@ -75,8 +75,11 @@ done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
+# a grid of about one block of 64 columns an SM: the stream kernel's 64-column blocks by
+# default for 16-bit inputs, the last block partial
+printf 'input x: float16[300, 8200]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/w64.sf"
 for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
-            "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1" "b16 col_stream=1,col_hold=0"; do
+            "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1" "b16 col_stream=1,col_hold=0" "w64 pdl=1"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
