@@ -26,7 +26,8 @@
  *    look-back (sf_col_tile_scan); where the grid has about a block of 32 columns an
  *    SM or more, one block a column block instead, streaming its chunks in scan order
  *    through a ring of stages and carrying the prefix itself (sf_col_stream_scan,
- *    emitted below into the sources that use it).
+ *    emitted below into the sources that use it; blocks of 64 columns for 16-bit
+ *    inputs where those still make about one an SM).
  * A lane's V consecutive steps use one vector access per operand when every operand is
  * contiguous along the scan and aligned (checked at run time per thread), element
  * accesses otherwise.
@@ -309,9 +310,11 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
  * on other blocks; the fold of a chunk has a fixed shape (each row group's L steps in
  * order, then the row groups in order after the carry), so the same bits on every run.
  * Emitted into a kernel's source only when chosen, so the other kernels' text, and
- * their cache keys, stay as they were.  The chunk's two passes repeat those of
+ * their cache keys, stay as they were.  Pass one and the output step repeat those of
  * sf_col_tile_scan's staged tile; sharing them would put a helper in the prelude and
- * change every kernel's key (bench/README.md): merge them at the next prelude change. */
+ * change every kernel's key (bench/README.md): merge them at the next prelude change.
+ * HOLD (below, at the kernel's choice): pass two takes the steps pass one kept in
+ * registers instead of reading and converting them again. */
 static const char *const col_stream_skeleton[] = {
     "#ifndef SF_COL_STREAM",
     "#define SF_COL_STREAM",
