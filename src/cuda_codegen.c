@@ -1424,27 +1424,6 @@ static void plan_storage(const sf_program *p, sf_cuda_plan *pl, const bool *fuse
     free(is_out);
 }
 
-/* cvt16=1: the sign, exponent and mantissa bits of a 16-bit float moved to a double's
- * places, its exponent left biased for the smaller format (a zero stays zero, a
- * subnormal becomes a double subnormal of the same scale, an all-ones exponent becomes
- * the double's: inf, NaN), then one multiply by 2^(1023 - bias), exact, rebiases it. */
-static const char *const cvt16_text[] = {
-    "__device__ __forceinline__ double sf_cv_bf16_i(u16 h) {",
-    "    const u32 x = h;",
-    "    u32 hi = (u32)((int)(x << 16) >> 3) & 0x8fffffffu;",
-    "    if ((x & 0x7f80u) == 0x7f80u) hi |= 0x7ff00000u;",
-    "    return __longlong_as_double((long long)((u64)hi << 32)) * __longlong_as_double(0x77F0000000000000ll);",
-    "}",
-    "__device__ __forceinline__ double sf_cv_f16_i(u16 h) {",
-    "    const u32 x = h;",
-    "    u32 hi = (u32)((int)(x << 16) >> 6) & 0x81ffffffu;",
-    "    if ((x & 0x7c00u) == 0x7c00u) hi |= 0x7ff00000u;",
-    "    return __longlong_as_double((long long)((u64)hi << 32)) * __longlong_as_double(0x7EF0000000000000ll);",
-    "}",
-    "#define sf_cv_bf16 sf_cv_bf16_i",
-    "#define sf_cv_f16 sf_cv_f16_i",
-};
-
 int sf_cg_tune(const char *key, int def) {
     const char *env = getenv("SCANFUSE_CUDA_TUNE");
     if (!env) return def;
@@ -1559,15 +1538,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         sf_buf_puts(&src, sf_cuda_skeletons[i]);
         sf_buf_puts(&src, "\n");
     }
-    /* cvt16=1 (an experiment, never a default; NOTES session 19): float16 and bfloat16
-     * loads converted to double by integer operations and one exact multiply instead
-     * of the conversion pipe (16 a cycle an SM on sm_90).  Emitted only when asked, so
-     * no other kernel's text changes. */
-    if (sf_cg_tune("cvt16", 0) == 1)
-        for (size_t i = 0; i < sizeof cvt16_text / sizeof cvt16_text[0]; i++) {
-            sf_buf_puts(&src, cvt16_text[i]);
-            sf_buf_puts(&src, "\n");
-        }
     sf_buf_puts(&src, "\n// ---- kernels ----\n");
     bool *in_seg = sf_calloc((size_t)(nn > 0 ? nn : 1), 1);
     int *list = sf_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *list);
