@@ -440,6 +440,67 @@ static const char *const col_stream_skeleton[] = {
     "#endif",
 };
 
+/* The members that sf_row_scan's raked tiles (RK = 2) add to a scan Io, into rk (emitted
+ * only into the kernels that rake, as struct Io_kNR : Io_kN, so no other kernel's text
+ * changes):
+ *   OIP: every output's bytes of a step sit where a staged input's do (the same offset
+ *     in the stage, the same size), so a thread may write a chunk's outputs over the
+ *     chunk's inputs it has just read;
+ *   st_items_s<N>: the outputs of N steps into the stage at slot rel (as st_items writes
+ *     them to global memory);
+ *   flush_s<N>: N steps of every output from the stage at slot rel to global memory at
+ *     t0 (one vector access each; the caller checked the span with fast_span). */
+static void emit_rake_stores(sf_buf *rk, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t st_ops,
+                             uint32_t ld_ops, const int *stg, bool rev, const char *stv) {
+    if (!rk) return;
+    int ooff[SF_CUDA_MAXOPS], ob = 0, nout = 0;
+    bool oip = true;
+    for (int op = 0; op < k->nops; op++) {
+        ooff[op] = -1;
+        if (!(st_ops >> op & 1u) || !k->ops[op].out) continue;
+        const size_t sz = scanfuse_dtype_size(f->values[k->ops[op].value].dtype);
+        ooff[op] = ob;
+        ob += (int)sz;
+        nout++;
+        bool match = false;
+        for (int i = 0; i < k->nops; i++)
+            match = match || ((ld_ops >> i & 1u) && !k->ops[i].out && stg[i] == ooff[op] &&
+                              scanfuse_dtype_size(f->values[k->ops[i].value].dtype) == sz);
+        oip = oip && match;
+    }
+    sf_buf_printf(rk, "static constexpr bool OIP = %s;\n", oip && nout > 0 ? "true" : "false");
+    sf_buf_puts(rk, "template <int N> static __device__ __forceinline__ void st_items_s(const sf_args& a, const B& b, i64 len, i64 t0, char* sg, int rel, int ts, const T (&v)[N]) {\n");
+    sf_buf_printf(rk, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
+    for (int op = 0; op < k->nops; op++)
+        if (ooff[op] >= 0) sf_buf_printf(rk, "%s w%d[N];\n", sf_cg_rawtype(f->values[k->ops[op].value].dtype), op);
+    sf_buf_printf(rk, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n"
+                      "const T& s = v[k];\n(void)s;\n", rev ? "N - 1 - k" : "k");
+    if (stv) sf_buf_puts(rk, stv);
+    sf_buf_puts(rk, "}\n");
+    for (int op = 0; op < k->nops; op++)
+        if (ooff[op] >= 0) {
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            sf_buf_printf(rk, "sf_vstore((%s*)(sg + %d * ts + rel * (int)sizeof(%s)), w%d);\n", raw, ooff[op], raw, op);
+        }
+    sf_buf_puts(rk, "}\n");
+    /* raw bytes, not typed vectors: through sf_vstore's union the compiler split a
+     * 16-byte store of 16-bit outputs into four 32-bit ones (see st16 above) */
+    sf_buf_puts(rk, "template <int NB> static __device__ __forceinline__ void copy_s(void* d, const void* s) {\n"
+                    "if constexpr (NB % 16 == 0) {\n#pragma unroll\nfor (int i = 0; i < NB / 16; ++i) ((uint4*)d)[i] = ((const uint4*)s)[i];\n"
+                    "} else if constexpr (NB % 8 == 0) {\n#pragma unroll\nfor (int i = 0; i < NB / 8; ++i) ((uint2*)d)[i] = ((const uint2*)s)[i];\n"
+                    "} else if constexpr (NB % 4 == 0) {\n#pragma unroll\nfor (int i = 0; i < NB / 4; ++i) ((u32*)d)[i] = ((const u32*)s)[i];\n"
+                    "} else {\n#pragma unroll\nfor (int i = 0; i < NB; ++i) ((char*)d)[i] = ((const char*)s)[i];\n}\n}\n");
+    sf_buf_puts(rk, "template <int N> static __device__ __forceinline__ void flush_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* sg, int rel, int ts) {\n");
+    sf_buf_printf(rk, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
+    for (int op = 0; op < k->nops; op++)
+        if (ooff[op] >= 0) {
+            const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
+            sf_buf_printf(rk, "copy_s<N * (int)sizeof(%s)>((%s*)a.ptr[%d] + (b.o[%d] + plo), sg + %d * ts + rel * (int)sizeof(%s));\n",
+                          raw, raw, op, op, ooff[op], raw);
+        }
+    sf_buf_puts(rk, "}\n");
+}
+
 /* Whether value v, broadcast against a kernel of nd dims, varies along the kernel's dim
  * of len steps (its dims aligned to the kernel's last ones). */
 static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
@@ -451,7 +512,7 @@ static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
  * bytes a step of the inputs Io::stage copies (SB); *nbc: how many inputs of a row
  * kernel are read again by every row while varying along the scan (not staged). */
 static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan_kind *sk,
-                         int anchor, int *sbp, int *nbcp) {
+                         int anchor, int *sbp, int *nbcp, sf_buf *rk) {
     const scanfuse_fusion *f = g->f;
     const sf_node *n = &f->nodes[anchor];
     const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
@@ -717,6 +778,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                               op, dim, op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
+        emit_rake_stores(rk, f, k, st_ops, ld_ops, stg, rev, stv.data);
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);
         sf_buf_puts(src, "};\n");
     }
@@ -860,7 +922,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     snprintf(io, sizeof io, "Io_k%d", ki);
     int inb = 0; /* the bytes a step that staged tiles hold (Io::SB) */
     int nbc = 0; /* inputs read again by every row, varying along the scan */
-    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc)) {
+    sf_buf rkm = {0}; /* the members of the raked row tiles' Io (row_rake=2) */
+    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc, &rkm)) {
+        free(rkm.data);
         sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
         return SCANFUSE_ERROR_UNSUPPORTED;
     }
@@ -1009,6 +1073,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           "sf_row_scan_pipe<%s::Op, %s, 256, %d, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           minb, ki, io, io, items, vec, gsz, g2, excl ? "true" : "false", (long long)rows,
                           (long long)len, (long long)tpr);
+            free(rkm.data);
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
@@ -1017,11 +1082,26 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
          * of copy, float16 0.627 -> 0.675, int64 0.706 -> 0.740, bfloat16 0.631 -> 0.639. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
+        /* Raked tiles (sf_row_scan's RK): a thread scans ITEMS consecutive steps of the
+         * staged tile itself.  row_rake=1: each thread stores its outputs; 2: it writes
+         * them over its inputs in the stage and each warp copies its part out in
+         * coalesced strips (where the outputs fit there, Io::OIP; else as 1). */
+        int rkt = sf_cg_tune("row_rake", 0);
+        int rake = stage && threads == 256 && (rkt == 1 || rkt == 2) ? rkt : 0;
+        char rio[40], gl[32] = "";
+        snprintf(rio, sizeof rio, "%s", io);
+        if (rake) {
+            snprintf(rio, sizeof rio, "%sR", io);
+            sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
+            snprintf(gl, sizeof gl, ", %s, %d", gal ? "true" : "false", rake);
+        } else if (gal) {
+            snprintf(gl, sizeof gl, ", true");
+        }
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                       "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                      excl ? "true" : "false", stage ? "true" : "false", gal ? ", true" : "", (long long)rows,
+                      threads, bps, ki, rio, rio, threads, items, vec, gsz, g2, lb ? "true" : "false",
+                      excl ? "true" : "false", stage ? "true" : "false", gl, (long long)rows,
                       (long long)len, (long long)tpr);
     } else {
         /* a block of W = 32 columns x RG = 8 row groups, L steps a thread
@@ -1112,6 +1192,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           hold && hm == 1 ? "true" : "false",
                           (long long)ncols, (long long)len,
                           (long long)nch, (long long)sncb);
+            free(rkm.data);
             return SCANFUSE_OK;
         }
         int64_t ntiles = nchunks * ncb;
@@ -1160,6 +1241,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       lbs, ki, io, io, w, rg, l, gsz, g2, excl ? "true" : "false", stage ? ", true" : "", (long long)ncols,
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
+    free(rkm.data);
     return SCANFUSE_OK;
 }
 

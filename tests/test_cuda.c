@@ -572,6 +572,18 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_g=3,row_g2=2,row_items=1", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_g=2,row_g2=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=0", G_DEFAULT);
+    /* raked row tiles (row_rake=1: each thread stores its own outputs; 2: over its inputs
+     * in the stage, copied out a warp at a time where they fit there): long rows, prefix
+     * chains of small groups, 16-bit inputs and 8-byte states, int32 summed into int64,
+     * staged one-tile rows, bfloat16 rows beside weights read by every row */
+    prog_scans(SCANFUSE_FLOAT32, S1(200004), 0, "row_rake=2", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_rake=2,row_g=2,row_g2=3", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S1(100000), 0, "row_rake=1", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70000), 1, "row_rake=2,row_g=3,row_g2=2,row_items=4", G_FULL);
+    prog_scans(SCANFUSE_INT32, S1(100000), 0, "row_rake=2", G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, "row_rake=2,row_stage1=1", G_DEFAULT);
+    prog_raw("input x: bfloat16[16, 8192]\ninput w: float32[8192]\n"
+             "y = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n", T_SUM)->tune = "row_rake=2";
     /* column sums of a 16-bit input in a grid of 8 tiles an SM (1056 on the H200): 8
      * blocks an SM at 32 registers; bfloat16 forward, exclusive reversed and into
      * float32, float16 forward */
