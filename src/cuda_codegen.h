@@ -55,6 +55,8 @@ typedef struct sf_cuda_args {
  * building blocks (cuda_prelude.c), then the skeletons (cuda_skeletons.c). */
 extern const char *const sf_cuda_prelude[];
 extern const char *const sf_cuda_skeletons[];
+/* The raked row tiles' skeleton (cuda_rake.c), emitted only by the kernels that rake. */
+extern const char *const sf_cuda_rake_skeleton[];
 
 /* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
 typedef struct sf_cuda_image {

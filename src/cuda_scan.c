@@ -440,7 +440,7 @@ static const char *const col_stream_skeleton[] = {
     "#endif",
 };
 
-/* The members that sf_row_scan's raked tiles (RK = 2) add to a scan Io, into rk (emitted
+/* The members that the raked row tiles (cuda_rake.c, RK = 2) add to a scan Io, into rk (emitted
  * only into the kernels that rake, as struct Io_kNR : Io_kN, so no other kernel's text
  * changes):
  *   OIP: every output's bytes of a step sit where a staged input's do (the same offset
@@ -1088,21 +1088,26 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * coalesced strips (where the outputs fit there, Io::OIP; else as 1). */
         int rkt = sf_cg_tune("row_rake", 0);
         int rake = stage && threads == 256 && (rkt == 1 || rkt == 2) ? rkt : 0;
-        char rio[40], gl[32] = "";
-        snprintf(rio, sizeof rio, "%s", io);
+        char rio[40];
         if (rake) {
             snprintf(rio, sizeof rio, "%sR", io);
+            for (int i = 0; sf_cuda_rake_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_rake_skeleton[i]);
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
-            snprintf(gl, sizeof gl, ", %s, %d", gal ? "true" : "false", rake);
-        } else if (gal) {
-            snprintf(gl, sizeof gl, ", true");
         }
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                      "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      threads, bps, ki, rio, rio, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                      excl ? "true" : "false", stage ? "true" : "false", gl, (long long)rows,
-                      (long long)len, (long long)tpr);
+        if (rake)
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
+                          "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          threads, bps, ki, rio, rio, threads, items, vec, gsz, g2, lb ? "true" : "false",
+                          excl ? "true" : "false", gal ? "true" : "false", rake, (long long)rows, (long long)len,
+                          (long long)tpr);
+        else
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
+                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
+                          excl ? "true" : "false", stage ? "true" : "false", gal ? ", true" : "", (long long)rows,
+                          (long long)len, (long long)tpr);
     } else {
         /* a block of W = 32 columns x RG = 8 row groups, L steps a thread
          * (sf_col_tile_scan).  (W columns of the widest input making 128 bytes, 64 or 128
