@@ -1014,7 +1014,21 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             gsz = gsz > 64 ? 64 : gsz; /* (sf_lookback: at most one aggregate a thread of a half) */
             g2 = g2 > 64 ? 64 : g2;
         }
+        /* Raked tiles (cuda_rake.c): a thread scans ITEMS consecutive steps of the staged
+         * tile itself.  row_rake=1: each thread stores its outputs; 2: it writes them over
+         * its inputs in the stage and each warp copies its part out in coalesced strips
+         * (where the outputs fit there, Io::OIP; else as 1); 3: as 2, and rows of several
+         * tiles keep a warp of the block for the look-back, which polls from the tile's
+         * start (tiles of the other warps' steps, groups of 32). */
+        int rkt = sf_cg_tune("row_rake", 0);
+        int rake = stage && threads == 256 && rkt >= 1 && rkt <= 3 ? rkt : 0;
         int64_t tile = threads * (int64_t)items;
+        if (rake == 3 && ceil_div(len, (threads - 32) * (int64_t)items) > 1) {
+            tile = (threads - 32) * (int64_t)items;
+            gsz = g2 = 32;
+        } else if (rake == 3) {
+            rake = 2;
+        }
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
@@ -1082,19 +1096,19 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
          * of copy, float16 0.627 -> 0.675, int64 0.706 -> 0.740, bfloat16 0.631 -> 0.639. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
-        /* Raked tiles (sf_row_scan's RK): a thread scans ITEMS consecutive steps of the
-         * staged tile itself.  row_rake=1: each thread stores its outputs; 2: it writes
-         * them over its inputs in the stage and each warp copies its part out in
-         * coalesced strips (where the outputs fit there, Io::OIP; else as 1). */
-        int rkt = sf_cg_tune("row_rake", 0);
-        int rake = stage && threads == 256 && (rkt == 1 || rkt == 2) ? rkt : 0;
         char rio[40];
         if (rake) {
             snprintf(rio, sizeof rio, "%sR", io);
             for (int i = 0; sf_cuda_rake_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_rake_skeleton[i]);
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
         }
-        if (rake)
+        if (rake == 3)
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
+                          "sf_row_rake_lbw_scan<%s::Op, %s, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          threads, bps, ki, rio, rio, threads, items, vec, excl ? "true" : "false", (long long)rows,
+                          (long long)len, (long long)tpr);
+        else if (rake)
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                           "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",

@@ -13,7 +13,7 @@
 # lb_done=0), staged one-tile rows
 # (row_stage1=1), one-tile rows of 128 threads (row_threads=128), the stream column kernel
 # (col_stream=1: one block a column block, a ring of stages; col_hold=0: its pass two
-# reading the stage again), raked row tiles (row_rake=1 and 2).  No GPU needed: a CTest
+# reading the stage again), raked row tiles (row_rake=1, 2 and 3).  No GPU needed: a CTest
 # (cuda_emu_scans) when g++ is there.  BUILD (default: build) holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -100,16 +100,22 @@ printf 'input x: bfloat16[3, 20000]\ny = cumsum(x, dim=1, exclusive=true)\noutpu
 printf 'input x: int32[40000]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/rki.sf"
 printf 'input x: float32[3, 20000]\ny, i = cummax(x, dim=1)\noutput y, i\n' > "$D/rkmax.sf"
 printf 'input x: float32[7, 3000]\ny = cumsum(x, dim=1)\noutput y\n' > "$D/rkone.sf"
+# (row_rake=3, a look-back warp: groups and super-groups of 32 tiles; with one or two
+# steps a thread, over a thousand tiles a row)
+printf 'input x: float32[300001]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/rkbig.sf"
+printf 'input x: int64[2, 150000]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/rkbigi.sf"
 for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake=2,row_g=2,row_g2=3" \
             "rkb row_rake=1" "rki row_rake=2" "rkmax row_rake=2" "rkone row_rake=2,row_stage1=1" \
-            "bfw row_rake=2" "bfwl row_rake=2" "i64rows row_rake=2,row_items=4"; do
+            "bfw row_rake=2" "bfwl row_rake=2" "i64rows row_rake=2,row_items=4" \
+            "rk32 row_rake=3" "rkb row_rake=3" "rki row_rake=3" "rkmax row_rake=3" "bfwl row_rake=3" \
+            "rkbig row_rake=3,row_items=1" "rkbigi row_rake=3,row_items=2"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
         echo "FAIL $1 under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
     fi
 done
-for spec in "rkb row_rake=2" "rk32 row_rake=2"; do
+for spec in "rkb row_rake=2" "rk32 row_rake=2" "rkb row_rake=3"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
