@@ -450,9 +450,8 @@ static const char *const col_stream_skeleton[] = {
  *     them to global memory);
  *   flush_s<N>: N steps of every output from the stage at slot rel to global memory at
  *     t0 (one vector access each; the caller checked the span with fast_span). */
-static void emit_rake_stores(sf_buf *rk, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t st_ops,
+static bool emit_rake_stores(sf_buf *rk, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t st_ops,
                              uint32_t ld_ops, const int *stg, bool rev, const char *stv) {
-    if (!rk) return;
     int ooff[SF_CUDA_MAXOPS], ob = 0, nout = 0;
     bool oip = true;
     for (int op = 0; op < k->nops; op++) {
@@ -499,6 +498,7 @@ static void emit_rake_stores(sf_buf *rk, const scanfuse_fusion *f, const sf_cuda
                           raw, raw, op, op, ooff[op], raw);
         }
     sf_buf_puts(rk, "}\n");
+    return oip && nout > 0;
 }
 
 /* Whether value v, broadcast against a kernel of nd dims, varies along the kernel's dim
@@ -512,7 +512,7 @@ static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
  * bytes a step of the inputs Io::stage copies (SB); *nbc: how many inputs of a row
  * kernel are read again by every row while varying along the scan (not staged). */
 static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan_kind *sk,
-                         int anchor, int *sbp, int *nbcp, sf_buf *rk) {
+                         int anchor, int *sbp, int *nbcp, sf_buf *rk, bool *oipp) {
     const scanfuse_fusion *f = g->f;
     const sf_node *n = &f->nodes[anchor];
     const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
@@ -778,7 +778,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                               op, dim, op, dim, raw, raw, op, op);
         }
         sf_buf_puts(src, "return fast;\n}\n");
-        emit_rake_stores(rk, f, k, st_ops, ld_ops, stg, rev, stv.data);
+        *oipp = emit_rake_stores(rk, f, k, st_ops, ld_ops, stg, rev, stv.data);
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);
         sf_buf_puts(src, "};\n");
     }
@@ -923,7 +923,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int inb = 0; /* the bytes a step that staged tiles hold (Io::SB) */
     int nbc = 0; /* inputs read again by every row, varying along the scan */
     sf_buf rkm = {0}; /* the members of the raked row tiles' Io (row_rake=2) */
-    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc, &rkm)) {
+    bool oip = false; /* the outputs fit over the staged inputs (Io::OIP) */
+    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc, &rkm, &oip)) {
         free(rkm.data);
         sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
         return SCANFUSE_ERROR_UNSUPPORTED;
@@ -986,8 +987,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * held beside the row's pushed the kernel to 4 blocks an SM); row_stage1=1:
          * every one-tile row (measured no faster for one input, NOTES session 9),
          * row_stage1=0: none. */
+        /* Raked tiles by default (row_rake unset; below): where every output fits over the
+         * staged inputs and no input is read again by every row; one-tile rows are then
+         * staged too */
+        const int rkt = sf_cg_tune("row_rake", -1);
+        const bool rake_auto = rkt < 0 && oip && nbc == 0 && sk.tsize <= 8;
         int st1 = sf_cg_tune("row_stage1", 2);
-        if (!stage && (st1 == 1 || (st1 == 2 && nbc > 0)) && g->pl->arch >= 80 && inb > 0 &&
+        if (!stage && (st1 == 1 || (st1 == 2 && (nbc > 0 || rake_auto))) && g->pl->arch >= 80 && inb > 0 &&
             len <= 256 * (int64_t)items && 256 * (int64_t)items * inb <= 40960)
             stage = true;
         if (stage) { /* wide inputs: shorter tiles */
@@ -1019,8 +1025,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * its inputs in the stage and each warp copies its part out in coalesced strips
          * (where the outputs fit there, Io::OIP; else as 1); 3: as 2, and rows of several
          * tiles keep a warp of the block for the look-back, which polls from the tile's
-         * start (tiles of the other warps' steps, groups of 32). */
-        int rkt = sf_cg_tune("row_rake", 0);
+         * start (tiles of the other warps' steps, groups of 32).  By default (rake_auto)
+         * 2 for rows of whole tiles, one or up to 128 a row: H200, NOTES session 20, in
+         * the same runs, [64, 131072] float32 0.73-0.75 -> 0.77 of copy, [32, 2^20]
+         * float16 0.67-0.68 -> 0.69-0.70, one-tile rows of float32 [4096, 4096] 0.954 ->
+         * 0.984 and [32768, 8192] 0.917 -> 0.943; not the 1-D scans (float32 0.745 ->
+         * 0.696, float16 0.68 -> 0.66, bfloat16 0.64 -> 0.66), nor rows read beside
+         * weights (each thread's own run of the weights, uncoalesced: the fused bfloat16
+         * chain 0.817 -> 0.387), nor partial tiles (read step by step from global
+         * memory). */
         int rake = stage && threads == 256 && rkt >= 1 && rkt <= 3 ? rkt : 0;
         int64_t tile = threads * (int64_t)items;
         if (rake == 3 && ceil_div(len, (threads - 32) * (int64_t)items) > 1) {
@@ -1032,6 +1045,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
+        if (rake_auto && stage && threads == 256 && len % tile == 0 && tpr <= 128) rake = 2;
         k->block = threads;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
         if (lb) {

@@ -584,6 +584,12 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, "row_rake=2,row_stage1=1", G_DEFAULT);
     prog_raw("input x: bfloat16[16, 8192]\ninput w: float32[8192]\n"
              "y = cast(cumsum(mul(cast(x, float32), w), dim=-1), bfloat16)\noutput y\n", T_SUM)->tune = "row_rake=2";
+    /* ... by default: rows of whole tiles, one tile (runs of 4 chunks of 16 bytes for
+     * float32, 2 for bfloat16) or a few, every scan op */
+    prog_scans(SCANFUSE_FLOAT32, S2(6, 4096), 1, NULL, G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(5, 4096), 1, NULL, G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(3, 65536), 1, NULL, G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 4096), 1, NULL, G_FULL);
     /* ... with a look-back warp (row_rake=3): over a thousand tiles a row (two super-groups
      * of 32 x 32), 16-bit and 8-byte states, int32 summed into int64 */
     prog_scans(SCANFUSE_FLOAT32, S1(300001), 0, "row_rake=3,row_items=1", G_DEFAULT);

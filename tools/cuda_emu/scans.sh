@@ -100,6 +100,10 @@ printf 'input x: bfloat16[3, 20000]\ny = cumsum(x, dim=1, exclusive=true)\noutpu
 printf 'input x: int32[40000]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/rki.sf"
 printf 'input x: float32[3, 20000]\ny, i = cummax(x, dim=1)\noutput y, i\n' > "$D/rkmax.sf"
 printf 'input x: float32[7, 3000]\ny = cumsum(x, dim=1)\noutput y\n' > "$D/rkone.sf"
+# (by default: rows of whole tiles, one or a few a row, 4 and 2 chunks a thread)
+printf 'input x: float32[6, 4096]\ny = cumsum(x, dim=1)\nz = cumprod(x, dim=1, reverse=true)\noutput y, z\n' > "$D/auto1.sf"
+printf 'input x: bfloat16[5, 4096]\ny = cumsum(x, dim=1, exclusive=true)\noutput y\n' > "$D/auto2.sf"
+printf 'input x: float32[3, 65536]\ny = cumsum(x, dim=1)\noutput y\n' > "$D/auto3.sf"
 # (row_rake=3, a look-back warp: groups and super-groups of 32 tiles; with one or two
 # steps a thread, over a thousand tiles a row)
 printf 'input x: float32[300001]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/rkbig.sf"
@@ -108,14 +112,15 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "rkb row_rake=1" "rki row_rake=2" "rkmax row_rake=2" "rkone row_rake=2,row_stage1=1" \
             "bfw row_rake=2" "bfwl row_rake=2" "i64rows row_rake=2,row_items=4" \
             "rk32 row_rake=3" "rkb row_rake=3" "rki row_rake=3" "rkmax row_rake=3" "bfwl row_rake=3" \
-            "rkbig row_rake=3,row_items=1" "rkbigi row_rake=3,row_items=2"; do
+            "rkbig row_rake=3,row_items=1" "rkbigi row_rake=3,row_items=2" "auto1 pdl=1" "auto2 pdl=1" \
+            "auto3 pdl=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
         echo "FAIL $1 under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
     fi
 done
-for spec in "rkb row_rake=2" "rk32 row_rake=2" "rkb row_rake=3"; do
+for spec in "rkb row_rake=2" "rk32 row_rake=2" "rkb row_rake=3" "auto2 pdl=1"; do
     set -- $spec
     for args in "0 1 7 0" "0 0 8 1"; do
         n=$((n + 1))
