@@ -113,7 +113,7 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "bfw row_rake=2" "bfwl row_rake=2" "i64rows row_rake=2,row_items=4" \
             "rk32 row_rake=3" "rkb row_rake=3" "rki row_rake=3" "rkmax row_rake=3" "bfwl row_rake=3" \
             "rkbig row_rake=3,row_items=1" "rkbigi row_rake=3,row_items=2" "auto1 pdl=1" "auto2 pdl=1" \
-            "auto3 pdl=1"; do
+            "auto3 pdl=1" "rkb row_rake=2,row_items=64,row_vec=1"; do
     n=$((n + 1))
     set -- $spec
     if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
