@@ -1025,12 +1025,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * its inputs in the stage and each warp copies its part out in coalesced strips
          * (where the outputs fit there, Io::OIP; else as 1); 3: as 2, and rows of several
          * tiles keep a warp of the block for the look-back, which polls from the tile's
-         * start (tiles of the other warps' steps, groups of 32).  By default (rake_auto)
-         * 2 for rows of whole tiles, one or up to 128 a row: H200, NOTES session 20, in
-         * the same runs, [64, 131072] float32 0.73-0.75 -> 0.77 of copy, [32, 2^20]
-         * float16 0.67-0.68 -> 0.69-0.70, one-tile rows of float32 [4096, 4096] 0.954 ->
-         * 0.984 and [32768, 8192] 0.917 -> 0.943; not the 1-D scans (float32 0.745 ->
-         * 0.696, float16 0.68 -> 0.66, bfloat16 0.64 -> 0.66), nor rows read beside
+         * start (tiles of the other warps' steps, groups of 32; measured slower, an
+         * experiment).  By default (rake_auto) 2 for rows of whole tiles, one or up to
+         * 128 a row: H200, NOTES session 20 runs 4 and 6, against row_rake=0 in the same
+         * runs, one-tile float32 rows [32768, 8192] 0.914-0.916 -> 0.940-0.975 of copy and
+         * [4096, 4096] 0.954-0.961 -> 0.965-0.979, float16 [32, 2^20] 0.665-0.676 ->
+         * 0.675-0.693, [64, 131072] level (0.72-0.78 both); not the 1-D scans (float32
+         * 0.742 -> 0.702, float16 0.677 -> 0.644, bfloat16 level), nor rows read beside
          * weights (each thread's own run of the weights, uncoalesced: the fused bfloat16
          * chain 0.817 -> 0.387), nor partial tiles (read step by step from global
          * memory). */
