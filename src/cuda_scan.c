@@ -1023,26 +1023,19 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* Raked tiles (cuda_rake.c): a thread scans ITEMS consecutive steps of the staged
          * tile itself.  row_rake=1: each thread stores its outputs; 2: it writes them over
          * its inputs in the stage and each warp copies its part out in coalesced strips
-         * (where the outputs fit there, Io::OIP; else as 1); 3: as 2, and rows of several
-         * tiles keep a warp of the block for the look-back, which polls from the tile's
-         * start (tiles of the other warps' steps, groups of 32; measured slower, an
-         * experiment).  By default (rake_auto) 2 for rows of whole tiles, one or up to
-         * 128 a row: H200, NOTES session 20 runs 4 and 6, against row_rake=0 in the same
-         * runs, one-tile float32 rows [32768, 8192] 0.914-0.916 -> 0.940-0.975 of copy and
-         * [4096, 4096] 0.954-0.961 -> 0.965-0.979, float16 [32, 2^20] 0.665-0.676 ->
-         * 0.675-0.693, [64, 131072] level (0.72-0.78 both); not the 1-D scans (float32
-         * 0.742 -> 0.702, float16 0.677 -> 0.644, bfloat16 level), nor rows read beside
-         * weights (each thread's own run of the weights, uncoalesced: the fused bfloat16
-         * chain 0.817 -> 0.387), nor partial tiles (read step by step from global
-         * memory). */
-        int rake = stage && threads == 256 && rkt >= 1 && rkt <= 3 ? rkt : 0;
+         * (where the outputs fit there, Io::OIP; else as 1).  By default (rake_auto) 2 for
+         * rows of whole tiles, one or up to 128 a row: H200, NOTES session 20 runs 4 and
+         * 6, against row_rake=0 in the same runs, one-tile float32 rows [32768, 8192]
+         * 0.914-0.916 -> 0.940-0.975 of copy and [4096, 4096] 0.954-0.961 -> 0.965-0.979,
+         * float16 [32, 2^20] 0.665-0.676 -> 0.675-0.693, [64, 131072] level (0.72-0.78
+         * both); not the 1-D scans (float32 0.742 -> 0.702, float16 0.677 -> 0.644,
+         * bfloat16 level), nor rows read beside weights (each thread's own run of the
+         * weights, uncoalesced: the fused bfloat16 chain 0.817 -> 0.387), nor partial
+         * tiles (read step by step from global memory).  (A warp of the block kept for
+         * the look-back, polling from the tile's start, measured slower: removed, NOTES
+         * session 20.) */
+        int rake = stage && threads == 256 && (rkt == 1 || rkt == 2) ? rkt : 0;
         int64_t tile = threads * (int64_t)items;
-        if (rake == 3 && ceil_div(len, (threads - 32) * (int64_t)items) > 1) {
-            tile = (threads - 32) * (int64_t)items;
-            gsz = g2 = 32;
-        } else if (rake == 3) {
-            rake = 2;
-        }
         int64_t tpr = ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
@@ -1117,13 +1110,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             for (int i = 0; sf_cuda_rake_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_rake_skeleton[i]);
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
         }
-        if (rake == 3)
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_rake_lbw_scan<%s::Op, %s, %d, %d, %d, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          threads, bps, ki, rio, rio, threads, items, vec, excl ? "true" : "false", (long long)rows,
-                          (long long)len, (long long)tpr);
-        else if (rake)
+        if (rake)
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                           "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",

@@ -591,13 +591,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT16, S2(3, 65536), 1, NULL, G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 4096), 1, NULL, G_FULL);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 40000), 1, "row_rake=2,row_items=64,row_vec=1", G_DEFAULT); /* 64 chunks */
-    /* ... with a look-back warp (row_rake=3): over a thousand tiles a row (two super-groups
-     * of 32 x 32), 16-bit and 8-byte states, int32 summed into int64 */
-    prog_scans(SCANFUSE_FLOAT32, S1(300001), 0, "row_rake=3,row_items=1", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "row_rake=3", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 70000), 1, "row_rake=3,row_items=2", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S1(1000003), 0, "row_rake=3", G_DEFAULT);
-    prog_scans(SCANFUSE_INT32, S1(100000), 0, "row_rake=3", G_FULL);
     /* column sums of a 16-bit input in a grid of 8 tiles an SM (1056 on the H200): 8
      * blocks an SM at 32 registers; bfloat16 forward, exclusive reversed and into
      * float32, float16 forward */

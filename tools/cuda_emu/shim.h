@@ -38,9 +38,7 @@ static inline void emu_wait(int st) { g_cur->state = st; swapcontext(&g_cur->ctx
 static inline void __syncthreads() { emu_wait(FS_BAR); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(FS_WARP); }
 static inline void __threadfence() {}
-static inline void __threadfence_block() {}
-/* a thread that waits for another by polling (the raked tiles' shared counts) yields */
-static inline void __nanosleep(unsigned) { emu_wait(FS_RUN); }
+static inline void __nanosleep(unsigned) {}
 static uint64_t g_x[NT / 32][32];
 template <class T> static inline T emu_xchg(T v, int src, bool keep) {
     int w = g_cur->tid.x >> 5, l = g_cur->tid.x & 31;
@@ -106,9 +104,8 @@ static bool emu_run(void (*body)(void)) {
             if (g_f[t].state == FS_RUN) { g_cur = &g_f[t]; swapcontext(&g_sched, &g_f[t].ctx); }
         bool any = false;
         for (int w = 0; w < NT / 32; w++) {
-            int nw = 0, nb = 0, nd = 0, nr = 0;
-            for (int l = 0; l < 32; l++) { int s = g_f[w * 32 + l].state; nw += s == FS_WARP; nb += s == FS_BAR; nd += s == FS_DONE; nr += s == FS_RUN; }
-            if (nr) { any = true; continue; } /* a lane polling (it yielded): not blocked yet */
+            int nw = 0, nb = 0, nd = 0;
+            for (int l = 0; l < 32; l++) { int s = g_f[w * 32 + l].state; nw += s == FS_WARP; nb += s == FS_BAR; nd += s == FS_DONE; }
             if (nw && nw != 32) { fprintf(stderr, "emu: warp %d: %d lanes at a warp op, %d at a barrier, %d done\n", w, nw, nb, nd); return false; }
             if (nw == 32) { any = true; for (int l = 0; l < 32; l++) g_f[w * 32 + l].state = FS_RUN; }
         }
