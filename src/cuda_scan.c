@@ -440,9 +440,9 @@ static const char *const col_stream_skeleton[] = {
     "#endif",
 };
 
-/* The members that the raked row tiles (cuda_rake.c, RK = 2) add to a scan Io, into rk (emitted
- * only into the kernels that rake, as struct Io_kNR : Io_kN, so no other kernel's text
- * changes):
+/* The members that the raked row tiles (cuda_rake.c, RK = 2) add to a scan Io, into rk
+ * (emitted only into the kernels that rake, as struct Io_kNR : Io_kN, so no other
+ * kernel's text changes):
  *   OIP: every output's bytes of a step sit where a staged input's do (the same offset
  *     in the stage, the same size), so a thread may write a chunk's outputs over the
  *     chunk's inputs it has just read;
@@ -1104,26 +1104,25 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
          * of copy, float16 0.627 -> 0.675, int64 0.706 -> 0.740, bfloat16 0.631 -> 0.639. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
-        char rio[40];
         if (rake) {
+            char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
             for (int i = 0; sf_cuda_rake_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_rake_skeleton[i]);
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
-        }
-        if (rake)
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                           "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, rio, rio, threads, items, vec, gsz, g2, lb ? "true" : "false",
                           excl ? "true" : "false", gal ? "true" : "false", rake, (long long)rows, (long long)len,
                           (long long)tpr);
-        else
+        } else {
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                           "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
                           excl ? "true" : "false", stage ? "true" : "false", gal ? ", true" : "", (long long)rows,
                           (long long)len, (long long)tpr);
+        }
     } else {
         /* a block of W = 32 columns x RG = 8 row groups, L steps a thread
          * (sf_col_tile_scan).  (W columns of the widest input making 128 bytes, 64 or 128
