@@ -33,13 +33,21 @@ printf 'input a: bfloat16[3, 30001]\ninput b: float32[3, 30001]\nz = cumsum(mul(
 printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40001]\ns = add(add(cast(c, int64), d), cast(e, int64))\ny = cumsum(s, dim=1, exclusive=true, reverse=true)\noutput y\n' > "$D/widths.sf"
 fail=0
 n=0
+# emu PROG TUNE [irange ties seed noflags]: one run of PROG's first block scan kernel
+# under SCANFUSE_CUDA_TUNE=TUNE (seed: the run's number unless given), counted
+emu() {
+    local prog=$1 tune=$2 out
+    shift 2
+    n=$((n + 1))
+    [ $# -gt 0 ] || set -- 0 0 $n
+    if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" "$@" 2>&1); then
+        echo "FAIL $prog $* under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
+    fi
+}
 for prog in f32 i64rows f16 cummax fused widths; do
     for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
                 row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
-        n=$((n + 1))
-        if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" 0 0 $n 2>&1); then
-            echo "FAIL $prog under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
-        fi
+        emu $prog $tune
     done
 done
 # column scans (sf_col_tile_scan): 32 chunks in groups of 16 x 4, 47 chunks of int64,
@@ -67,11 +75,7 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "bfw row_stage1=0,row_threads=128" "bfwl pdl=1" \
             "col col_stream=1" "col col_stream=1,col_ring=2,col_l=2" "coli col_stream=1" "col3 col_stream=1,col_ring=3" \
             "colw col_stream=1" "col col_stream=1,col_hold=0,col_ring=3" "colw col_stream=1,col_ring=2,col_hold=0"; do
-    n=$((n + 1))
-    set -- $spec
-    if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
-        echo "FAIL $1 under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
-    fi
+    emu $spec
 done
 # raked row tiles (row_rake=1: each thread stores its own outputs, 2: over its inputs in
 # the stage, copied out a warp at a time): forward scans (aligned tiles go through the
@@ -97,11 +101,7 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "bfw row_rake=2" "bfwl row_rake=2" "i64rows row_rake=2,row_items=4" \
             "rkbig row_rake=2,row_items=1" "rkbigi row_rake=2,row_items=2" "auto1 pdl=1" "auto2 pdl=1" \
             "auto3 pdl=1" "rkb row_rake=2,row_items=64,row_vec=1"; do
-    n=$((n + 1))
-    set -- $spec
-    if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" 0 0 $n 2>&1); then
-        echo "FAIL $1 under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
-    fi
+    emu $spec
 done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
@@ -112,13 +112,7 @@ printf 'input x: float16[300, 8200]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, 
 for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
             "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1" "b16 col_stream=1,col_hold=0" "w64 pdl=1" \
             "rkb row_rake=2" "rk32 row_rake=2" "auto2 pdl=1"; do
-    set -- $spec
-    for args in "0 1 7 0" "0 0 8 1"; do
-        n=$((n + 1))
-        if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$2 "$HERE/run.sh" "$D/$1.sf" $args 2>&1); then
-            echo "FAIL $1 $args under $2:"; echo "$out" | tail -5; fail=$((fail + 1))
-        fi
-    done
+    for args in "0 1 7 0" "0 0 8 1"; do emu $spec $args; done
 done
 echo "cuda_emu scans: $n runs, $fail failed"
 exit $fail
