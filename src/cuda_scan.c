@@ -1099,6 +1099,28 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
+        /* Rows scanned by thread block clusters (cuda_cluster.c; sm_90): row_cluster=C
+         * gives each row a cluster of C blocks (2-16), whose blocks exchange their tiles'
+         * totals through distributed shared memory instead of the look-back.  No scratch,
+         * no tile tickets.  Clusters of more than 8 blocks are the driver's
+         * "non-portable" sizes (allowed per function when it is bound). */
+        const int rcl = sf_cg_tune("row_cluster", 0);
+        if (lb && rcl >= 2 && rcl <= 16 && g->pl->arch >= 90) {
+            int64_t ncl = rows < (int64_t)sms * 64 ? rows : (int64_t)sms * 64;
+            k->grid = sf_cg_grid(ncl * rcl);
+            k->cluster = (unsigned)rcl;
+            k->ntiles = 0;
+            k->scratch_bytes = 0;
+            k->trace_bytes = 0;
+            for (int i = 0; sf_cuda_cluster_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_cluster_skeleton[i]);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
+                          "sf_row_cluster_scan<%s::Op, %s, %d, %d, %d, %d, %s, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          threads, bps, ki, io, io, threads, items, vec, rcl, excl ? "true" : "false",
+                          stage ? "true" : "false", (long long)rows, (long long)len, (long long)tpr);
+            free(rkm.data);
+            return SCANFUSE_OK;
+        }
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
