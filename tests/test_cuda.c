@@ -601,6 +601,10 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 20001), 1, "row_cluster=8", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S2(2, 300000), 1, "row_cluster=3", G_DEFAULT);
     prog_scans(SCANFUSE_INT32, S2(40, 9000), 1, "row_cluster=2", G_FULL);
+    /* ... with two stages a block, the next chunk's copies in flight (row_clp=2) */
+    prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "row_cluster=4,row_clp=2", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70001), 1, "row_cluster=3,row_clp=2", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S1(300001), 0, "row_cluster=16,row_clp=2", G_FULL);
     /* column sums of a 16-bit input in a grid of 8 tiles an SM (1056 on the H200): 8
      * blocks an SM at 32 registers; bfloat16 forward, exclusive reversed and into
      * float32, float16 forward */

@@ -107,9 +107,12 @@ done
 # rows scanned by thread block clusters (row_cluster=C; a block an OS thread here, the
 # cluster's barrier and distributed shared memory emulated by shim.h): 1-D rows, partial
 # last chunks, fewer tiles than blocks, index outputs, a fused prologue, three widths,
-# 16-bit inputs, several rows (special values and the strided path below)
+# 16-bit inputs, several rows, two stages a block (row_clp=2; special values and the
+# strided path below)
 for spec in "f32 row_cluster=2" "f16 row_cluster=3" "cummax row_cluster=4" "fused row_cluster=8" \
-            "widths row_cluster=3" "i64rows row_cluster=16" "rkrev row_cluster=4" "rkb row_cluster=5"; do
+            "widths row_cluster=3" "i64rows row_cluster=16" "rkrev row_cluster=4" "rkb row_cluster=5" \
+            "f32 row_cluster=3,row_clp=2" "widths row_cluster=2,row_clp=2" "rkrev row_cluster=2,row_clp=2" \
+            "cummax row_cluster=16,row_clp=2"; do
     emu $spec
 done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
