@@ -42,21 +42,18 @@ enum {
     SF_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     SF_CU_POINTER_ATTRIBUTE_CONTEXT = 1,
     SF_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
-    SF_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
-    SF_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
     SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 };
 
 /* cuLaunchKernelEx's configuration (CUlaunchConfig / CUlaunchAttribute of the ABI: the
- * attribute's id padded to 8 bytes, then a 64-byte value union; an int for programmatic
- * stream serialization, three unsigned ints x, y, z for the cluster dimension). */
+ * attribute's id padded to 8 bytes, then a 64-byte value union; an int for the one
+ * attribute used here, programmatic stream serialization). */
 typedef struct sf_CUlaunchAttribute {
     int id;
     char pad_[4];
     union {
         char bytes[64];
         int programmatic_stream_serialization_allowed;
-        unsigned cluster_dim[3];
     } value;
 } sf_CUlaunchAttribute;
 typedef struct sf_CUlaunchConfig {

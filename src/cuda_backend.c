@@ -131,19 +131,6 @@ static scanfuse_status bind(cuda_state *s, const sf_cuda_ctx *c, char *msg, size
             sf_msg(msg, msglen, "%s (%s: %u bytes of dynamic shared memory)", m, name, k->dyn_smem);
             return SCANFUSE_ERROR_DEVICE;
         }
-        /* clusters: launched by cuLaunchKernelEx only; more than 8 blocks must be
-         * allowed per function (the driver's non-portable sizes) */
-        if (k->cluster > 1 && !d->cuLaunchKernelEx) {
-            sf_msg(msg, msglen, "cuda: %s needs thread block clusters, and the driver lacks cuLaunchKernelEx", name);
-            return SCANFUSE_ERROR_DEVICE;
-        }
-        if (k->cluster > 8 &&
-            (r = d->cuFuncSetAttribute(s->fn[i], SF_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)) != 0) {
-            char m[SF_ERR_LEN];
-            sf_cuda_errmsg(d, r, "cuFuncSetAttribute", m, sizeof m);
-            sf_msg(msg, msglen, "%s (%s: clusters of %u blocks)", m, name, k->cluster);
-            return SCANFUSE_ERROR_DEVICE;
-        }
     }
     return SCANFUSE_OK;
 }
@@ -464,20 +451,11 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
     /* programmatic dependent launch: from the run's second kernel on, and for the first
      * too where the plan allows it (pdl_first, cuda_codegen.c) */
     bool pdl = s->pl->pdl && r->d->cuLaunchKernelEx && (r->launches++ > 0 || s->pl->pdl_first);
-    if (pdl || k->cluster > 1) { /* (bind checked cuLaunchKernelEx for clusters) */
-        sf_CUlaunchAttribute attr[2];
-        memset(attr, 0, sizeof attr);
-        unsigned na = 0;
-        if (pdl) {
-            attr[na].id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attr[na++].value.programmatic_stream_serialization_allowed = 1;
-        }
-        if (k->cluster > 1) {
-            attr[na].id = SF_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attr[na].value.cluster_dim[0] = k->cluster;
-            attr[na].value.cluster_dim[1] = attr[na].value.cluster_dim[2] = 1;
-            na++;
-        }
+    if (pdl) {
+        sf_CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_stream_serialization_allowed = 1;
         sf_CUlaunchConfig cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.grid_x = k->grid;
@@ -486,8 +464,8 @@ static scanfuse_status launch(cuda_run *r, int ki, const sf_view *copy_dst, bool
         cfg.block_y = cfg.block_z = 1;
         cfg.shared_bytes = k->dyn_smem;
         cfg.stream = r->stream;
-        cfg.attrs = attr;
-        cfg.num_attrs = na;
+        cfg.attrs = &attr;
+        cfg.num_attrs = 1;
         res = r->d->cuLaunchKernelEx(&cfg, fn, params, NULL);
     } else {
         res = r->d->cuLaunchKernel(fn, k->grid, 1, 1, k->block, 1, 1, k->dyn_smem, r->stream, params, NULL);

@@ -57,8 +57,6 @@ extern const char *const sf_cuda_prelude[];
 extern const char *const sf_cuda_skeletons[];
 /* The raked row tiles' skeleton (cuda_rake.c), emitted only by the kernels that rake. */
 extern const char *const sf_cuda_rake_skeleton[];
-/* Rows scanned by thread block clusters (cuda_cluster.c), emitted only by those kernels. */
-extern const char *const sf_cuda_cluster_skeleton[];
 
 /* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
 typedef struct sf_cuda_image {
@@ -111,8 +109,6 @@ typedef struct sf_cuda_kernel {
     int64_t trace_bytes;                /* tuning lb_trace=1: the last bytes of its part */
     unsigned dyn_smem;                  /* bytes of dynamic shared memory a block (set as
                                            the function's maximum when it is bound)      */
-    unsigned cluster;                   /* > 1: blocks a thread block cluster (sm_90;
-                                           launched by cuLaunchKernelEx)                  */
     uint32_t fast_mask;                 /* ITER operands whose contiguity gives the fast path */
     int err_slot;                       /* >= 0: its error slot (fallible kernels) */
     char err_what[16];                  /* CHECK: "index", "class", "id", "key"           */

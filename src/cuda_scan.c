@@ -58,10 +58,7 @@
  * column scans through one block a column block, 0 never; col_ring its stages;
  * col_hold (by default 1 for 16-bit inputs in grids of at most a column block an SM)
  * 1 keeps a thread's steps from pass one to pass two, 2 the same but refills a stage
- * only after that pass two, 0 reads and converts them again; row_rake (raked row tiles,
- * cuda_rake.c) 0 never, 1 or 2 where staged; row_cluster=C (2-16, sm_90) scans each
- * look-back row by a thread block cluster of C blocks instead (cuda_cluster.c), row_clp=2
- * with two stages a block).
+ * only after that pass two, 0 reads and converts them again).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -1036,7 +1033,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * weights, uncoalesced: the fused bfloat16 chain 0.817 -> 0.387), nor partial
          * tiles (read step by step from global memory).  (A warp of the block kept for
          * the look-back, polling from the tile's start, measured slower: removed, NOTES
-         * session 20.) */
+         * session 20.  So did rows scanned by thread block clusters of 4-16 blocks that
+         * fold their tiles' totals through distributed shared memory instead of the
+         * look-back, with one stage a block or two: [64, 131072] 0.64-0.71 against 0.735,
+         * [32, 2^20] 0.34-0.57 against 0.714; removed, NOTES session 21.) */
         int rake = stage && threads == 256 && (rkt == 1 || rkt == 2) ? rkt : 0;
         int64_t tile = threads * (int64_t)items;
         int64_t tpr = ceil_div(len, tile);
@@ -1102,37 +1102,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
-        /* Rows scanned by thread block clusters (cuda_cluster.c; sm_90): row_cluster=C
-         * gives each row a cluster of C blocks (2-16), whose blocks exchange their tiles'
-         * totals through distributed shared memory instead of the look-back.  No scratch,
-         * no tile tickets.  Clusters of more than 8 blocks are the driver's
-         * "non-portable" sizes (allowed per function when it is bound).  row_clp=2: two
-         * stages a block, in dynamic shared memory, the next chunk's copies in flight
-         * while the block waits for its cluster (as many blocks an SM as fit, at most
-         * minb). */
-        const int rcl = sf_cg_tune("row_cluster", 0);
-        if (lb && rcl >= 2 && rcl <= 16 && g->pl->arch >= 90) {
-            int64_t ncl = rows < (int64_t)sms * 64 ? rows : (int64_t)sms * 64;
-            int clp = stage && sf_cg_tune("row_clp", 1) == 2 ? 2 : 1;
-            if (clp == 2) {
-                k->dyn_smem = (unsigned)(2 * tile * inb);
-                int fit = (int)(233472 / (k->dyn_smem + 2048));
-                bps = fit < 1 ? 1 : fit < bps ? fit : bps;
-            }
-            k->grid = sf_cg_grid(ncl * rcl);
-            k->cluster = (unsigned)rcl;
-            k->ntiles = 0;
-            k->scratch_bytes = 0;
-            k->trace_bytes = 0;
-            for (int i = 0; sf_cuda_cluster_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_cluster_skeleton[i]);
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_cluster_scan<%s::Op, %s, %d, %d, %d, %d, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          threads, bps, ki, io, io, threads, items, vec, rcl, excl ? "true" : "false",
-                          stage ? "true" : "false", clp, (long long)rows, (long long)len, (long long)tpr);
-            free(rkm.data);
-            return SCANFUSE_OK;
-        }
         /* lb_ga=1 (the default): a tile folds the previous group's tile aggregates itself
          * instead of waiting for that group's aggregate (sf_lookback's GAL; the same
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748

@@ -30,12 +30,6 @@ int stub_dtoh_fill = -1;
  * than 48 KB fails unless allowed, as the driver's does. */
 int stub_dyn_limit = 232448;
 int stub_dyn_allowed;
-/* Thread block clusters: the cluster width of each of the first 64 launches (1: none),
- * and whether a function was allowed the non-portable sizes (more than 8 blocks); a
- * launch of more than 8 without it, or of a grid that is not a whole number of
- * clusters, fails as the driver's does. */
-int stub_launch_cluster[64];
-int stub_nonportable;
 
 static int ctx_token, mod_token, fn_token, stream_token, event_token;
 static void *current;
@@ -104,7 +98,6 @@ sf_CUresult cuModuleGetFunction(sf_CUfunction *f, sf_CUmodule m, const char *nam
 }
 sf_CUresult cuFuncSetAttribute(sf_CUfunction f, int attr, int value) {
     if (!f) return 400; /* INVALID_HANDLE */
-    if (attr == SF_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) stub_nonportable = value != 0;
     if (attr == SF_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
         if (value < 0 || value > stub_dyn_limit) return 1; /* INVALID_VALUE */
         if (value > stub_dyn_allowed) stub_dyn_allowed = value;
@@ -113,11 +106,8 @@ sf_CUresult cuFuncSetAttribute(sf_CUfunction f, int attr, int value) {
 }
 static int smem_ok(unsigned smem) { return smem <= 49152 || (int)smem <= stub_dyn_allowed; }
 
-static void record(int pdl, int cluster) {
-    if (stub_launches < 64) {
-        stub_launch_pdl[stub_launches] = pdl;
-        stub_launch_cluster[stub_launches] = cluster;
-    }
+static void record(int pdl) {
+    if (stub_launches < 64) stub_launch_pdl[stub_launches] = pdl;
     stub_launches++;
 }
 sf_CUresult cuLaunchKernel(sf_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -126,25 +116,18 @@ sf_CUresult cuLaunchKernel(sf_CUfunction f, unsigned gx, unsigned gy, unsigned g
     (void)extra;
     (void)params;
     if (!f || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || !smem_ok(smem)) return 1;
-    record(0, 1);
+    record(0);
     return 0;
 }
 sf_CUresult cuLaunchKernelEx(const sf_CUlaunchConfig *cfg, sf_CUfunction f, void **params, void **extra) {
     (void)extra;
     (void)params;
     if (!cfg || !f || !cfg->grid_x || !cfg->block_x || cfg->block_x > 1024 || !smem_ok(cfg->shared_bytes)) return 1;
-    int pdl = 0, cluster = 1;
-    for (unsigned i = 0; i < cfg->num_attrs; i++) {
+    int pdl = 0;
+    for (unsigned i = 0; i < cfg->num_attrs; i++)
         if (cfg->attrs[i].id == SF_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
             pdl = cfg->attrs[i].value.programmatic_stream_serialization_allowed != 0;
-        if (cfg->attrs[i].id == SF_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-            const unsigned *cd = cfg->attrs[i].value.cluster_dim;
-            if (cd[0] < 1 || cd[1] != 1 || cd[2] != 1 || cfg->grid_x % cd[0] != 0) return 1;
-            if (cd[0] > 16 || (cd[0] > 8 && !stub_nonportable)) return 1; /* CLUSTER_SIZE */
-            cluster = (int)cd[0];
-        }
-    }
-    record(pdl, cluster);
+    record(pdl);
     return 0;
 }
 

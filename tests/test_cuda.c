@@ -591,20 +591,6 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT16, S2(3, 65536), 1, NULL, G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 4096), 1, NULL, G_FULL);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 40000), 1, "row_rake=2,row_items=64,row_vec=1", G_DEFAULT); /* 64 chunks */
-    /* rows scanned by thread block clusters (row_cluster=C, sm_90): rows of whole chunks
-     * of C tiles and of a partial last chunk (blocks with no tile of it), one 1-D row,
-     * rows of fewer tiles than blocks, the non-portable 16, 16-bit inputs, 8-byte and
-     * index states (the emulator's grid of one cluster takes every row in turn) */
-    prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "row_cluster=8", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70001), 1, "row_cluster=4", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT32, S1(1000003), 0, "row_cluster=16", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 20001), 1, "row_cluster=8", G_FULL);
-    prog_scans(SCANFUSE_FLOAT16, S2(2, 300000), 1, "row_cluster=3", G_DEFAULT);
-    prog_scans(SCANFUSE_INT32, S2(40, 9000), 1, "row_cluster=2", G_FULL);
-    /* ... with two stages a block, the next chunk's copies in flight (row_clp=2) */
-    prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "row_cluster=4,row_clp=2", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70001), 1, "row_cluster=3,row_clp=2", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S1(300001), 0, "row_cluster=16,row_clp=2", G_FULL);
     /* column sums of a 16-bit input in a grid of 8 tiles an SM (1056 on the H200): 8
      * blocks an SM at 32 registers; bfloat16 forward, exclusive reversed and into
      * float32, float16 forward */

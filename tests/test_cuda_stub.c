@@ -13,8 +13,7 @@
  *     SCANFUSE_OK, a flag set by the "kernel" gives SCANFUSE_ERROR_VALUE with the
  *     division-by-zero message;
  *   - an empty tensor launches nothing;
- *   - the MoE routing example runs in at most 4 launches, its first one plain;
- *   - a row scan under row_cluster launches clusters of that width.
+ *   - the MoE routing example runs in at most 4 launches, its first one plain.
  * The kernels themselves are checked on a GPU by test_cuda, and in the CPU emulator.
  * Skips (passing) when NVRTC cannot be loaded.
  */
@@ -30,7 +29,7 @@
 #endif
 
 static unsigned long *launches;
-static int *launch_pdl, *dtoh_fill, *dyn_limit, *dyn_allowed, *launch_cluster;
+static int *launch_pdl, *dtoh_fill, *dyn_limit, *dyn_allowed;
 
 static scanfuse_program *compile_cuda(const char *text, const char *tune) {
     scanfuse_fusion *f = scanfuse_parse(text, "<stub>");
@@ -185,33 +184,6 @@ static void dynamic_shared_memory(void) {
     sf_cuda_free(0, dy);
 }
 
-/* Rows scanned by thread block clusters (tuning row_cluster): one launch with the
- * cluster dimension, a grid of whole clusters (the stub fails any other), and the
- * non-portable sizes allowed for clusters of more than 8 blocks. */
-static void clusters(void) {
-    static const char text[] = "input x: float32[3, 100000]\ny = cumsum(x, dim=1)\noutput y\n";
-    int64_t shape[2] = {3, 100000};
-    const size_t bytes = 3 * 100000 * 4;
-    void *dx = NULL, *dy = NULL;
-    char msg[SF_ERR_LEN];
-    CHECK_STATUS(sf_cuda_alloc(0, bytes, &dx, msg, sizeof msg), SCANFUSE_OK);
-    CHECK_STATUS(sf_cuda_alloc(0, bytes, &dy, msg, sizeof msg), SCANFUSE_OK);
-    scanfuse_dl_tensor x = f32_tensor(dx, 2, shape, NULL), y = f32_tensor(dy, 2, shape, NULL);
-    static const char *const tunes[] = {"row_cluster=4", "row_cluster=16", NULL};
-    static const int widths[] = {4, 16, 1};
-    for (int i = 0; i < 3; i++) {
-        scanfuse_program *p = compile_cuda(text, tunes[i]);
-        *launches = 0;
-        if (dx && dy) CHECK_STATUS(scanfuse_run(p, &x, 1, &y, 1), SCANFUSE_OK);
-        CHECK_EQ_INT(*launches, 1);
-        CHECKF(launch_cluster[0] == widths[i], "%s: launched with clusters of %d", tunes[i] ? tunes[i] : "default",
-               launch_cluster[0]);
-        scanfuse_program_free(p);
-    }
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-}
-
 /* The MoE routing example (Llama-4 sizes): at most the issue's 4 launches a run, and
  * the first one plain: its combine kernel reads inputs before it waits (SF_OWN_PDL),
  * so the plan keeps pdl_first off. */
@@ -269,19 +241,17 @@ int main(void) {
     dtoh_fill = dlsym(lib, "stub_dtoh_fill");
     dyn_limit = dlsym(lib, "stub_dyn_limit");
     dyn_allowed = dlsym(lib, "stub_dyn_allowed");
-    launch_cluster = dlsym(lib, "stub_launch_cluster");
-    CHECK(launches && launch_pdl && dtoh_fill && dyn_limit && dyn_allowed && launch_cluster);
+    CHECK(launches && launch_pdl && dtoh_fill && dyn_limit && dyn_allowed);
     CHECK_STATUS(sf_cuda_probe(0, msg, sizeof msg), SCANFUSE_OK);
     CHECKF(sf_test_contains(msg, "stub"), "probe: %s", msg);
     void *d[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++) CHECK_STATUS(sf_cuda_alloc(0, 4096, &d[i], msg, sizeof msg), SCANFUSE_OK);
-    if (launches && launch_pdl && dtoh_fill && dyn_limit && dyn_allowed && launch_cluster && d[0] && d[1] && d[2]) {
+    if (launches && launch_pdl && dtoh_fill && dyn_limit && dyn_allowed && d[0] && d[1] && d[2]) {
         bad_tensors(d[0], d[1]);
         launches_and_pdl(d[0], d[1]);
         runtime_errors(d[0], d[1], d[2]);
         moe_plan();
         dynamic_shared_memory();
-        clusters();
     }
     for (int i = 0; i < 3; i++) sf_cuda_free(0, d[i]);
     return sf_test_finish("test_cuda_stub");

@@ -96,11 +96,9 @@ int main(int argc, char **argv) {
     /* the parameter layout: W(kind, a, b) per word; buffers per base value */
     snprintf(path, sizeof path, "%s/launch.inc", dir);
     FILE *fl = fopen(path, "w");
-    if (scan) /* a grid of one block, or of one cluster (row_cluster) */
-        fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n"
-                "#define CLUSTER %u\n",
-                ki, (long long)pl->scratch_bytes, (int)st, K->cluster > 1 ? K->cluster : 1u,
-                K->cluster > 1 ? K->cluster : 1u);
+    if (scan)
+        fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID 1\n",
+                ki, (long long)pl->scratch_bytes, (int)st);
     else
         fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
                 ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);

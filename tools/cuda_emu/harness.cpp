@@ -1,7 +1,6 @@
 // tools/cuda_emu/harness.cpp — the emulator, part 2 (run.sh): the generated source
 // (kernel.inc) and layout (launch.inc) compiled for the CPU; fills the parameter, runs the
-// SMALL kernel as one block (a cluster kernel as one cluster, a block an OS thread), prints
-// set error slots, compares outputs and canaries.
+// SMALL kernel as one block, prints set error slots, compares outputs and canaries.
 #include "shim.h"
 #include "kernel.inc"
 struct Buf { int v; long long n; int es, in, out, fsz; }; /* fsz: 2 float16, 3 bfloat16, 4 float32, 8 float64, 0 not a float */
@@ -20,19 +19,6 @@ struct Word { int kind; long long a, b; };
 #include "launch.inc"
 static PARAM g_P;
 static void body(void) { KERNEL(g_P); }
-#ifndef CLUSTER
-#define CLUSTER 1
-#endif
-/* a cluster's block: its rank and anchor, then (once every block has its anchor) the
- * block's fibers; a failed block ends the process (the others would wait for it) */
-static void *cluster_block(void *arg) {
-    g_rank = (unsigned)(uintptr_t)arg;
-    blockIdx.x = g_rank;
-    g_anchor[g_rank] = &emu_anchor;
-    pthread_barrier_wait(&g_cbar);
-    if (!emu_run(body)) exit(7);
-    return nullptr;
-}
 int main(int argc, char **argv) {
     const char *dir = argv[1];
     bool noflags = argc > 2 && atoi(argv[2]);
@@ -61,14 +47,8 @@ int main(int argc, char **argv) {
      * another here, in reverse with EMU_REVERSE=1 (a result that depends on the order
      * would be a missed conflict) */
     gridDim.x = GRID;
-    if (CLUSTER > 1) { /* one cluster, every block at once (GRID == CLUSTER) */
-        pthread_t th[16];
-        pthread_barrier_init(&g_cbar, nullptr, CLUSTER);
-        for (unsigned q = 0; q < CLUSTER; q++) pthread_create(&th[q], nullptr, cluster_block, (void *)(uintptr_t)q);
-        for (unsigned q = 0; q < CLUSTER; q++) pthread_join(th[q], nullptr);
-    }
     const bool rev = getenv("EMU_REVERSE") && getenv("EMU_REVERSE")[0] == '1';
-    for (unsigned q = 0; CLUSTER == 1 && q < GRID; q++) {
+    for (unsigned q = 0; q < GRID; q++) {
         blockIdx.x = rev ? GRID - 1 - q : q;
         if (!emu_run(body)) return 7;
     }

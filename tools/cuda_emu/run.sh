@@ -25,5 +25,5 @@ python3 "$HERE/xform.py" "$D/src.cu" > "$D/kernel.inc"
 # signed overflow wraps (-fwrapv, -fno-strict-overflow or -fno-ivopts), though UBSan
 # finds no overflow there and clang++ -O1, g++ -O0 and -O2 all compute it right; the
 # same program runs on the GPU in test_cuda (bench/NOTES.md, session 13)
-g++ -std=c++17 -O1 -fwrapv -w -pthread -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
+g++ -std=c++17 -O1 -fwrapv -w -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
 "$D/h" "$D" "${5:-0}"

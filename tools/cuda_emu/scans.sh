@@ -13,8 +13,7 @@
 # lb_done=0), staged one-tile rows
 # (row_stage1=1), one-tile rows of 128 threads (row_threads=128), the stream column kernel
 # (col_stream=1: one block a column block, a ring of stages; col_hold=0: its pass two
-# reading the stage again), raked row tiles (row_rake=1 and 2, and the default rule),
-# rows scanned by thread block clusters (row_cluster).
+# reading the stage again), raked row tiles (row_rake=1 and 2, and the default rule).
 # No GPU needed: a CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build)
 # holds libscanfuse.a.
 # Exit status: the failures.
@@ -104,17 +103,6 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "auto3 pdl=1" "rkb row_rake=2,row_items=64,row_vec=1"; do
     emu $spec
 done
-# rows scanned by thread block clusters (row_cluster=C; a block an OS thread here, the
-# cluster's barrier and distributed shared memory emulated by shim.h): 1-D rows, partial
-# last chunks, fewer tiles than blocks, index outputs, a fused prologue, three widths,
-# 16-bit inputs, several rows, two stages a block (row_clp=2; special values and the
-# strided path below)
-for spec in "f32 row_cluster=2" "f16 row_cluster=3" "cummax row_cluster=4" "fused row_cluster=8" \
-            "widths row_cluster=3" "i64rows row_cluster=16" "rkrev row_cluster=4" "rkb row_cluster=5" \
-            "f32 row_cluster=3,row_clp=2" "widths row_cluster=2,row_clp=2" "rkrev row_cluster=2,row_clp=2" \
-            "cummax row_cluster=16,row_clp=2"; do
-    emu $spec
-done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
 printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, reverse=true, exclusive=true)\noutput y, z\n' > "$D/b16.sf"
@@ -123,7 +111,7 @@ printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, 
 printf 'input x: float16[300, 8200]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/w64.sf"
 for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
             "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1" "b16 col_stream=1,col_hold=0" "w64 pdl=1" \
-            "rkb row_rake=2" "rk32 row_rake=2" "auto2 pdl=1" "f16 row_cluster=4" "rkb row_cluster=2"; do
+            "rkb row_rake=2" "rk32 row_rake=2" "auto2 pdl=1"; do
     for args in "0 1 7 0" "0 0 8 1"; do emu $spec $args; done
 done
 echo "cuda_emu scans: $n runs, $fail failed"

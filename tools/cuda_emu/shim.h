@@ -4,14 +4,7 @@
 // when every live thread (every lane of the warp) has reached it; anything else
 // (a thread exiting while others wait, a warp op while lanes sit at a block barrier,
 // no progress) aborts: the emulator is also a check of barrier uniformity.
-// A thread block cluster (CLUSTER > 1 in launch.inc) runs as one OS thread a block:
-// shared memory is thread_local, so each block has its own, and the cluster's
-// distributed shared memory maps an address into another block's copy by its offset
-// from a thread_local anchor (the executable's static TLS has one layout in every
-// thread); the cluster barrier waits for every thread of the block, then for the
-// other blocks (a pthread barrier, which also orders their memory).
 #include <ucontext.h>
-#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,30 +17,29 @@ using std::fmod; using std::floor; using std::copysign; using std::exp; using st
 #define __noinline__
 #define __global__
 #define __launch_bounds__(...)
-#define __shared__ static thread_local
+#define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 struct emu_dim3 { unsigned x, y, z; };
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 struct ulonglong2 { unsigned long long x, y; };
-enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE, FS_CBAR };
+enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE };
 struct Fiber { ucontext_t ctx; emu_dim3 tid; int state; char *stack; };
 #ifndef EMU_NT
 #define EMU_NT 1024 /* the block size (run.sh passes the kernel's) */
 #endif
 static const int NT = EMU_NT;
-static thread_local Fiber g_f[NT];
-static thread_local Fiber *g_cur;
-static thread_local ucontext_t g_sched;
-static thread_local emu_dim3 blockIdx = {0, 0, 0};
-static emu_dim3 blockDim = {NT, 1, 1}, gridDim = {1, 1, 1};
+static Fiber g_f[NT];
+static Fiber *g_cur;
+static ucontext_t g_sched;
+static emu_dim3 blockIdx = {0, 0, 0}, blockDim = {NT, 1, 1}, gridDim = {1, 1, 1};
 #define threadIdx (g_cur->tid)
 static inline void emu_wait(int st) { g_cur->state = st; swapcontext(&g_cur->ctx, &g_sched); }
 static inline void __syncthreads() { emu_wait(FS_BAR); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(FS_WARP); }
 static inline void __threadfence() {}
 static inline void __nanosleep(unsigned) {}
-static thread_local uint64_t g_x[NT / 32][32];
+static uint64_t g_x[NT / 32][32];
 template <class T> static inline T emu_xchg(T v, int src, bool keep) {
     int w = g_cur->tid.x >> 5, l = g_cur->tid.x & 31;
     uint64_t b = 0; memcpy(&b, &v, sizeof v); g_x[w][l] = b;
@@ -94,16 +86,6 @@ static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); re
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
 static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
-/* the cluster: its blocks' ranks, their anchors, the barrier between them */
-static thread_local unsigned g_rank;
-static thread_local char emu_anchor;
-static char *g_anchor[16];
-static pthread_barrier_t g_cbar;
-static inline unsigned emu_cluster_rank() { return g_rank; }
-static inline void emu_cluster_sync() { emu_wait(FS_CBAR); }
-template <class T> static inline const T *emu_cluster_map(const T *p, unsigned rank) {
-    return (const T *)((const char *)p - &emu_anchor + g_anchor[rank]);
-}
 static void emu_entry(void);
 static void (*g_body)(void);
 static void emu_entry(void) { g_body(); g_cur->state = FS_DONE; swapcontext(&g_cur->ctx, &g_sched); }
@@ -128,17 +110,11 @@ static bool emu_run(void (*body)(void)) {
             if (nw == 32) { any = true; for (int l = 0; l < 32; l++) g_f[w * 32 + l].state = FS_RUN; }
         }
         if (any) continue;
-        int nb = 0, nd = 0, nc = 0;
-        for (int t = 0; t < NT; t++) {
-            nb += g_f[t].state == FS_BAR; nd += g_f[t].state == FS_DONE; nc += g_f[t].state == FS_CBAR;
-        }
+        int nb = 0, nd = 0;
+        for (int t = 0; t < NT; t++) { nb += g_f[t].state == FS_BAR; nd += g_f[t].state == FS_DONE; }
         if (nd == NT) return true;
-        if (nb == NT || nc == NT) {
-            if (nc == NT) pthread_barrier_wait(&g_cbar);
-            for (int t = 0; t < NT; t++) g_f[t].state = FS_RUN;
-            continue;
-        }
-        fprintf(stderr, "emu: block %u: %d threads at a barrier, %d at the cluster's, %d done\n", g_rank, nb, nc, nd);
+        if (nb + nd == NT && nd == 0) { for (int t = 0; t < NT; t++) g_f[t].state = FS_RUN; continue; }
+        fprintf(stderr, "emu: %d threads at a barrier, %d done\n", nb, nd);
         return false;
     }
 }

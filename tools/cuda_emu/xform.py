@@ -21,7 +21,7 @@ s = re.sub(r'asm volatile\("st\.[a-z]+\.gpu\.global\.u(32|64) \[%0\], %1;" ::"l"
 s = re.sub(r'asm volatile\("atom\.add\.[a-z]+\.gpu\.global\.u32 %0, \[%1\], 1;" : "=r"\(d\) : "l"\(([^)]*)\) : "memory"\);',
            r'd = atomicAdd((unsigned*)(\1), 1u);', s)
 # dynamic shared memory (the column stream kernel's stages): a static array here
-s = re.sub(r'extern __shared__ __align__\(16\) char (\w+)\[\];', r'__shared__ __align__(16) char \1[1 << 20];', s)
+s = re.sub(r'extern __shared__ __align__\(16\) char (\w+)\[\];', r'static __align__(16) char \1[1 << 20];', s)
 # programmatic dependent launch: one block at a time here, nothing to wait for
 s = s.replace('asm volatile("griddepcontrol.wait;" ::: "memory");', '')
 s = s.replace('asm volatile("griddepcontrol.launch_dependents;" ::: "memory");', '')
