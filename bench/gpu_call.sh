@@ -11,6 +11,8 @@
 # "launch": bench/launch_bench.c (host cost a run, driver launch floor; LAUNCH_TUNES);
 # "trace": look-back tile phase times (TRACE_CASES x TRACE_TUNES, bench/lb_trace.py);
 # "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
+# "cub": CUB's DeviceScan on the same shapes beside a copy (bench/cub_scan_ref.sh; carry
+# build/cub_scan_ref where the GPU machine has no nvcc);
 # (PyTorch side by side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -98,6 +100,7 @@ for s in $stages; do
                    done
                done
                rm -rf "$td" "$OUT/trace.bin" ;;
+        cub) timeout ${CUB_TIMEOUT:-120} bash bench/cub_scan_ref.sh ;; # CUB's DeviceScan beside a copy
         cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}
