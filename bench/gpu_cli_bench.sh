@@ -1,7 +1,9 @@
 #!/bin/bash
 # gpu_cli_bench.sh — issue 5's scan table through `scanfuse bench --device cuda`: one
 # fusion file per case, each timed (median of --repeat, every run waited for) against a
-# device-to-device copy of the same bytes in the same process.  Faster than
+# device-to-device copy of the same bytes in the same process (column "ratio"; column
+# "b2b": the back-to-back times' ratio, runs and copies queued without a wait between
+# them, which leaves out the host's wait for each, ~5-10 us).  Faster than
 # gpu_bench.py (no float64 reference per case: test_cuda checks correctness), so the
 # whole table fits in a couple of minutes.  Optional first argument "profile": also runs
 # Nsight Compute on the 1-D float32 scan kernel (sections: speed of light, memory,
@@ -132,7 +134,7 @@ for n, v in sorted(rows, key=lambda r: -r[1])[:16]: print("  %-32s %8.1f us" % (
 PY
   done
 fi
-printf '%-22s %10s %8s %8s %7s\n' case "time us" "GB/s" "copy" ratio
+printf '%-22s %10s %8s %8s %7s %7s\n' case "time us" "GB/s" "copy" ratio "b2b"
 for f in "$D"/*.sf; do
     c=$(basename "$f" .sf)
     case "$c" in prof_*) continue ;; esac
@@ -141,7 +143,7 @@ for f in "$D"/*.sf; do
     line=$(timeout 120 "$S" bench "$f" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
         echo "$c: FAILED $(tail -2 "$OUT/err.txt")"; continue; }
     echo "$line" | sed "s/^{/{\"case\": \"$c\", /" >> "$OUT/gpu_cli_bench.jsonl"
-    python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-22s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c"
+    python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-22s %10.1f %8.0f %8.0f %7.3f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio'], d.get('ratio_back_to_back', 0)))" "$line" "$c"
 done
 coltunes=""
 [ -n "$tunes" ] && coltunes=${COLTUNES-"col_l=8 col_g=32,col_g2=1"}
@@ -154,7 +156,7 @@ for tv in $tunes $coltunes; do
         line=$(SCANFUSE_CUDA_TUNE=$tv timeout 120 "$S" bench "$D/$c.sf" --device cuda --repeat ${REPEAT:-20} --json 2>"$OUT/err.txt") || {
             echo "$c@$tv: FAILED $(tail -2 "$OUT/err.txt")"; continue; }
         echo "$line" | sed "s/^{/{\"case\": \"$c@$tv\", /" >> "$OUT/gpu_cli_bench.jsonl"
-        python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-40s %10.1f %8.0f %8.0f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio']))" "$line" "$c@$tv"
+        python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-40s %10.1f %8.0f %8.0f %7.3f %7.3f' % (sys.argv[2], d['seconds']*1e6, d['gbps'], d['copy_gbps'], d['ratio'], d.get('ratio_back_to_back', 0)))" "$line" "$c@$tv"
     done
 done
 rm -rf "$D"

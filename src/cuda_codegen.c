@@ -1527,6 +1527,12 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * (H200, NOTES session 10: 1-D float32 0.684 -> 0.699, [8192, 256] dim 0 0.658 ->
      * 0.694) */
     sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 1) == 0 ? 0 : 1);
+    /* row tiles' tickets interleaved across the rows (sf_row_next; row_ilv=0: row after
+     * row).  H200, NOTES session 21 run 2, raked rows in one run: float32 [64, 131072]
+     * 0.710-0.735 -> 0.743-0.769 of copy, float16 [32, 2^20] 0.659-0.689 -> 0.706-0.721;
+     * the kernel's time 23.7 -> 20.8 us and 53.8 -> 47.1 us, its look-back wait 4.3 ->
+     * 3.1 us and 5.5 -> 3.6 us a tile (lb_trace=1) */
+    sf_buf_printf(&src, "#define SF_ROW_ILV %d\n", sf_cg_tune("row_ilv", 1) == 0 ? 0 : 1);
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);

@@ -1107,9 +1107,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
          * of copy, float16 0.627 -> 0.675, int64 0.706 -> 0.740, bfloat16 0.631 -> 0.639. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
-        /* row_ilv=1 (raked rows of several tiles): tickets interleave the rows
-         * (sf_row_rake_scan's ILV) */
-        const bool ilv = lb && rows > 1 && sf_cg_tune("row_ilv", 0) == 1;
         if (rake) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
@@ -1117,10 +1114,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, rio, rio, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                          excl ? "true" : "false", gal ? "true" : "false", rake, ilv ? ", true" : "", (long long)rows,
-                          (long long)len, (long long)tpr);
+                          excl ? "true" : "false", gal ? "true" : "false", rake, (long long)rows, (long long)len,
+                          (long long)tpr);
         } else {
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"

@@ -591,11 +591,12 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT16, S2(3, 65536), 1, NULL, G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 4096), 1, NULL, G_FULL);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 40000), 1, "row_rake=2,row_items=64,row_vec=1", G_DEFAULT); /* 64 chunks */
-    /* ... with the rows' tickets interleaved (row_ilv=1): rows of whole tiles, one group
-     * or several with prefix chains, 16-bit inputs, index outputs */
-    prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "row_ilv=1", G_DEFAULT);
-    prog_scans(SCANFUSE_BFLOAT16, S2(7, 49152), 1, "row_ilv=1,row_g=2,row_g2=3", G_DEFAULT);
-    prog_scans(SCANFUSE_INT64, S2(3, 40960), 1, "row_ilv=1,row_g=3,row_g2=2", G_FULL);
+    /* ... with the rows' tiles taken row after row (row_ilv=0; by default the rows'
+     * tickets interleave): rows of whole tiles, one group or several with prefix chains,
+     * 16-bit inputs, index outputs, unraked rows (a partial last tile) */
+    prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "row_ilv=0", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(7, 49152), 1, "row_ilv=0,row_g=2,row_g2=3", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 40961), 1, "row_ilv=0,row_g=3,row_g2=2", G_FULL);
     /* column sums of a 16-bit input in a grid of 8 tiles an SM (1056 on the H200): 8
      * blocks an SM at 32 registers; bfloat16 forward, exclusive reversed and into
      * float32, float16 forward */
