@@ -714,7 +714,8 @@ static bool time_copy_cuda(int device_id, int64_t bytes, int repeat, int b2b, do
         if (i >= CLI_WARMUP) t[i - CLI_WARMUP] = t1 - t0;
     }
     double b0 = now_seconds();
-    for (int i = 0; ok && i < b2b; i++) ok = sf_cuda_copy_on_device(device_id, dst, src, half, msg, sizeof msg) == SCANFUSE_OK;
+    for (int i = 0; ok && i < b2b; i++)
+        ok = sf_cuda_copy_on_device(device_id, dst, src, half, msg, sizeof msg) == SCANFUSE_OK;
     ok = ok && sf_cuda_synchronize(device_id, msg, sizeof msg) == SCANFUSE_OK;
     *b2b_secs = b2b > 0 ? (now_seconds() - b0) / b2b : 0.0;
     if (ok) *secs = median(t, repeat);
