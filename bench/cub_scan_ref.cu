@@ -106,7 +106,7 @@ template <class T> static T *dev_alloc(size_t n) {
     return p;
 }
 
-// 1-D: InclusiveSum of T into U (through an iterator xf of the input when given).
+// 1-D: InclusiveSum of T into U.
 template <class T, class U> static void one_d(const char *name, long long n) {
     T *x = dev_alloc<T>(n);
     U *y = dev_alloc<U>(n);

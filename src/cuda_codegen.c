@@ -1528,10 +1528,10 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * 0.694) */
     sf_buf_printf(&src, "#define SF_LB_TICKET %d\n", sf_cg_tune("lb_ticket", 1) == 0 ? 0 : 1);
     /* row tiles' tickets interleaved across the rows (sf_row_next; row_ilv=0: row after
-     * row).  H200, NOTES session 21 run 2, raked rows in one run: float32 [64, 131072]
-     * 0.710-0.735 -> 0.743-0.769 of copy, float16 [32, 2^20] 0.659-0.689 -> 0.706-0.721;
-     * the kernel's time 23.7 -> 20.8 us and 53.8 -> 47.1 us, its look-back wait 4.3 ->
-     * 3.1 us and 5.5 -> 3.6 us a tile (lb_trace=1) */
+     * row).  H200, NOTES session 21 runs 2 and 4, against row_ilv=0 in the same runs:
+     * float32 [64, 131072] 0.710-0.757 -> 0.743-0.798 of copy (back to back 26.7 -> 24.7
+     * us a call), float16 [32, 2^20] 0.659-0.689 -> 0.706-0.729 (53.1 -> 47.3 us); the
+     * look-back's wait a tile 4.3 -> 3.1 us and 5.5 -> 3.6 us (lb_trace=1) */
     sf_buf_printf(&src, "#define SF_ROW_ILV %d\n", sf_cg_tune("row_ilv", 1) == 0 ? 0 : 1);
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
