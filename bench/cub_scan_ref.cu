@@ -13,9 +13,11 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #define CK(x)                                                                                  \
@@ -106,12 +108,18 @@ template <class T> static T *dev_alloc(size_t n) {
     return p;
 }
 
-// 1-D: InclusiveSum of T into U.
-template <class T, class U> static void one_d(const char *name, long long n) {
+struct as_is {};
+
+// 1-D: InclusiveSum of T into U, the input read as it is (a pointer, so CUB's vector
+// loads) or through xf (a transform iterator: the sum's type from xf's result).
+template <class T, class U, class Xf = as_is> static void one_d(const char *name, long long n, Xf xf = {}) {
     T *x = dev_alloc<T>(n);
     U *y = dev_alloc<U>(n);
     run_case(name, n * sizeof(T), n * sizeof(U), [&](void *tmp, size_t &tb) {
-        return cub::DeviceScan::InclusiveSum(tmp, tb, x, y, n);
+        if constexpr (std::is_same_v<Xf, as_is>)
+            return cub::DeviceScan::InclusiveSum(tmp, tb, x, y, n);
+        else
+            return cub::DeviceScan::InclusiveSum(tmp, tb, thrust::make_transform_iterator(x, xf), y, n);
     });
     CK(cudaFree(x));
     CK(cudaFree(y));
@@ -131,7 +139,15 @@ template <class T> static void rows_of(const char *name, long long rows, long lo
 }
 
 int main(int argc, char **argv) {
-    if (argc > 2 && strcmp(argv[1], "--json") == 0) g_json = fopen(argv[2], "a");
+    if (argc == 3 && strcmp(argv[1], "--json") == 0) {
+        if (!(g_json = fopen(argv[2], "a"))) {
+            fprintf(stderr, "cub_scan_ref: cannot open %s: %s\n", argv[2], strerror(errno));
+            return 1;
+        }
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: cub_scan_ref [--json FILE]\n");
+        return 2;
+    }
     int dev = 0;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
@@ -142,26 +158,8 @@ int main(int argc, char **argv) {
     one_d<long long, long long>("1d_i64_2p28", n28);
     one_d<__half, __half>("1d_f16_2p28", n28);
     one_d<__nv_bfloat16, __nv_bfloat16>("1d_bf16_2p28", n28);
-    {
-        int *x = dev_alloc<int>(n28);
-        long long *y = dev_alloc<long long>(n28);
-        auto xi = thrust::make_transform_iterator(x, to_i64{});
-        run_case("1d_i32_i64_2p28", n28 * 4, n28 * 8, [&](void *tmp, size_t &tb) {
-            return cub::DeviceScan::InclusiveSum(tmp, tb, xi, y, n28);
-        });
-        CK(cudaFree(x));
-        CK(cudaFree(y));
-    }
-    {
-        float *x = dev_alloc<float>(n28);
-        float *y = dev_alloc<float>(n28);
-        auto xd = thrust::make_transform_iterator(x, to_f64{});
-        run_case("1d_f32_2p28 acc f64", n28 * 4, n28 * 4, [&](void *tmp, size_t &tb) {
-            return cub::DeviceScan::InclusiveSum(tmp, tb, xd, y, n28);
-        });
-        CK(cudaFree(x));
-        CK(cudaFree(y));
-    }
+    one_d<int, long long>("1d_i32_i64_2p28", n28, to_i64{});
+    one_d<float, float>("1d_f32_2p28 acc f64", n28, to_f64{});
     rows_of<float>("f32_64x131072_d1", 64, 131072);
     rows_of<__half>("f16_32x2p20_d1", 32, 1 << 20);
     rows_of<float>("f32_4096x4096_d1", 4096, 4096);
