@@ -1533,6 +1533,9 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * us a call), float16 [32, 2^20] 0.659-0.689 -> 0.706-0.729 (53.1 -> 47.3 us); the
      * look-back's wait a tile 4.3 -> 3.1 us and 5.5 -> 3.6 us (lb_trace=1) */
     sf_buf_printf(&src, "#define SF_ROW_ILV %d\n", sf_cg_tune("row_ilv", 1) == 0 ? 0 : 1);
+    /* the row look-back's sleep before its first poll of tile aggregates (sf_lookback;
+     * ns, 0: none) */
+    sf_buf_printf(&src, "#define SF_WAIT_FIRST %du\n", sf_cg_tune("lb_wait_first", 0) < 0 ? 0 : sf_cg_tune("lb_wait_first", 0));
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
