@@ -1534,8 +1534,16 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * look-back's wait a tile 4.3 -> 3.1 us and 5.5 -> 3.6 us (lb_trace=1) */
     sf_buf_printf(&src, "#define SF_ROW_ILV %d\n", sf_cg_tune("row_ilv", 1) == 0 ? 0 : 1);
     /* the row look-back's sleep before its first poll of tile aggregates (sf_lookback;
-     * ns, 0: none) */
-    sf_buf_printf(&src, "#define SF_WAIT_FIRST %du\n", sf_cg_tune("lb_wait_first", 0) < 0 ? 0 : sf_cg_tune("lb_wait_first", 0));
+     * ns, lb_wait_first=0: none), in launches of at least SF_WAIT_FIRST_MIN tiles
+     * (lb_wait_first_min tiles an SM).  H200, NOTES session 22 runs 1-3, against no
+     * sleep in the same runs: 1-D 2^28 float32 0.75 -> 0.82, int64 0.74 -> 0.83, float16
+     * 0.68 -> 0.73, bfloat16 0.64 -> 0.69, int32 -> int64 0.67 -> 0.76 (1200-3000 ns all
+     * within 0.01 of this; 4500 lost it all); launches of one or two waves of tiles
+     * ([64, 131072], [32, 2^20]) gained nothing, and lost at 3000 ns */
+    int wfirst = sf_cg_tune("lb_wait_first", 2000), wmin = sf_cg_tune("lb_wait_first_min", 32);
+    sf_buf_printf(&src, "#define SF_WAIT_FIRST %du\n", wfirst < 0 ? 0 : wfirst);
+    sf_buf_printf(&src, "#define SF_WAIT_FIRST_MIN %lldll\n",
+                  (long long)(wmin < 0 ? 0 : wmin) * (pl->sms > 0 ? pl->sms : 132));
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
