@@ -30,8 +30,8 @@ scan 1d_f16_2p28 float16 268435456 0
 scan 1d_bf16_2p28 bfloat16 268435456 0
 scan 1d_i32_i64_2p28 int32 268435456 0 ", dtype=int64"
 scan 1d_f32_2p26 float32 67108864 0
-# (2^24 and 2^25: 2048 and 4096 tiles, under and over the look-back's first-sleep
-# threshold of 32 tiles an SM)
+# (2^24 and 2^25: 2048 and 4096 tiles, 16 and 31 an SM, under and over the look-back's
+# first-sleep threshold of 24 tiles an SM)
 scan 1d_f32_2p24 float32 16777216 0
 scan 1d_f32_2p25 float32 33554432 0
 scan f32_4096x4096_d0 float32 "4096, 4096" 0

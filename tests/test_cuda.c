@@ -29,7 +29,7 @@
  * canary guard zones (and canary gaps inside strided outputs) that must stay intact.
  * Then the run-time errors (integer division by zero, out-of-range indices) must give
  * SCANFUSE_ERROR_VALUE with the reference's message and leave every output untouched,
- * a misaligned device pointer must be rejected, and a 2^24-element float32 cumsum must be
+ * a misaligned device pointer must be rejected, and a 2^28-element float32 cumsum must be
  * bit-identical over 10 runs (and within the accuracy target of a double-double
  * reference).  SF_CUDA_TEST_BIG=1 adds a cumsum over 2^31 + 7 uint8 elements into int32
  * (10.6 GB of device memory), checked element by element.
@@ -2038,13 +2038,14 @@ static uint64_t hash_f32(const float *y, int64_t n) {
 /* The look-back's lb_ga=1 (the default: each tile folds the previous group's tile
  * aggregates itself) folds the same aggregates in the same order as waiting for the
  * group's aggregate (lb_ga=0), so it gives the same bits, at the default groups and at
- * groups of 4 and 2 tiles.  The input makes the order visible: ones beside rare +-2^53
+ * groups of 4 and 2 tiles; so does the sleep before the first poll (lb_wait_first).  The input makes the order visible: ones beside rare +-2^53
  * in float32 rows accumulated in double, where (2^53 + 1) + 1 and 2^53 + (1 + 1) differ
  * and a later -2^53 brings the difference down to where the float32 outputs show it. */
 static void lookback_variants(void) {
     const int64_t n = (int64_t)1 << 24;
     static const char *const tunes[][2] = {
         {"lb_ga=0", NULL}, {"lb_ga=0,row_g=4,row_g2=8", "row_g=4,row_g2=8"}, {"lb_ga=0,row_g=2", "row_g=2"},
+        {"lb_wait_first=0", "lb_wait_first_min=0"}, /* no first sleep, and one at 2048 tiles */
     };
     const char *text = "input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n";
     float *x = NULL, *y = NULL;
@@ -2091,11 +2092,12 @@ done:
     free(y);
 }
 
-/* A 2^24-element float32 cumsum: bit-identical over 10 runs, and accurate. */
+/* A 2^28-element float32 cumsum (32768 tiles, so the look-back sleeps before its first
+ * poll): bit-identical over 10 runs, and accurate. */
 static void determinism(void) {
-    const int64_t n = (int64_t)1 << 24;
+    const int64_t n = (int64_t)1 << 28;
     scanfuse_fusion *f = NULL;
-    scanfuse_program *pr = compile_prog("input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+    scanfuse_program *pr = compile_prog("input x: float32[268435456]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
     CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
@@ -2117,7 +2119,7 @@ static void determinism(void) {
         if (rep == 0) first = h;
         else same = same && h == first;
     }
-    CHECKF(same, "cumsum of 2^24 float32 elements differs between runs");
+    CHECKF(same, "cumsum of 2^28 float32 elements differs between runs");
     /* accuracy: a double-double prefix sum on the host */
     double hi = 0, lo = 0, mag = 0;
     int64_t bad = 0;
@@ -2130,8 +2132,8 @@ static void determinism(void) {
         double err = fabs((double)y[i] - e);
         if (!(err <= sf_ulp(e, SCANFUSE_FLOAT32) || err <= ldexp(mag, -40))) bad++;
     }
-    CHECKF(bad == 0, "cumsum of 2^24 float32 elements: %lld outputs off by more than 1 ulp", (long long)bad);
-    printf("determinism: 10 runs of a 2^24-element float32 cumsum are bit-identical: %s; accurate: %s\n",
+    CHECKF(bad == 0, "cumsum of 2^28 float32 elements: %lld outputs off by more than 1 ulp", (long long)bad);
+    printf("determinism: 10 runs of a 2^28-element float32 cumsum are bit-identical: %s; accurate: %s\n",
            same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
 done:
     sf_cuda_free(0, dx);
