@@ -2038,9 +2038,10 @@ static uint64_t hash_f32(const float *y, int64_t n) {
 /* The look-back's lb_ga=1 (the default: each tile folds the previous group's tile
  * aggregates itself) folds the same aggregates in the same order as waiting for the
  * group's aggregate (lb_ga=0), so it gives the same bits, at the default groups and at
- * groups of 4 and 2 tiles; so does the sleep before the first poll (lb_wait_first).  The input makes the order visible: ones beside rare +-2^53
- * in float32 rows accumulated in double, where (2^53 + 1) + 1 and 2^53 + (1 + 1) differ
- * and a later -2^53 brings the difference down to where the float32 outputs show it. */
+ * groups of 4 and 2 tiles; so does the sleep before the first poll (lb_wait_first).
+ * The input makes the order visible: ones beside rare +-2^53 in float32 rows
+ * accumulated in double, where (2^53 + 1) + 1 and 2^53 + (1 + 1) differ and a later
+ * -2^53 brings the difference down to where the float32 outputs show it. */
 static void lookback_variants(void) {
     const int64_t n = (int64_t)1 << 24;
     static const char *const tunes[][2] = {
