@@ -1535,11 +1535,11 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_ROW_ILV %d\n", sf_cg_tune("row_ilv", 1) == 0 ? 0 : 1);
     /* the row look-back's sleep before its first poll of tile aggregates (sf_lookback;
      * ns, lb_wait_first=0: none), in launches of at least SF_WAIT_FIRST_MIN tiles
-     * (lb_wait_first_min tiles an SM).  H200, NOTES session 22 runs 1-3, against no
+     * (lb_wait_first_min tiles an SM).  H200, NOTES session 22 runs 1-4, against no
      * sleep in the same runs: 1-D 2^28 float32 0.75 -> 0.82, int64 0.74 -> 0.83, float16
      * 0.68 -> 0.73, bfloat16 0.64 -> 0.69, int32 -> int64 0.67 -> 0.76, 2^26 float32
-     * 0.73 -> 0.79, 2^25 (31 tiles an SM) 0.71-0.74 -> 0.76 (1200-3000 ns all within
-     * 0.01 of 2000; 4500 lost it all); launches of one or two waves of tiles ([64,
+     * 0.73 -> 0.79, 2^25 (31 tiles an SM) 0.71-0.74 -> 0.73-0.76 (1200-3000 ns all within
+     * 0.02 of 2000; 4500 lost it all); launches of one or two waves of tiles ([64,
      * 131072]: 8 tiles an SM, [32, 2^20] float16: 16) gained nothing, or lost */
     int wfirst = sf_cg_tune("lb_wait_first", 2000), wmin = sf_cg_tune("lb_wait_first_min", 24);
     sf_buf_printf(&src, "#define SF_WAIT_FIRST %du\n", wfirst < 0 ? 0 : wfirst);
