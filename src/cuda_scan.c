@@ -207,7 +207,7 @@ static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
         }
         const char *els = mode[op] == VL_TEST ? " else " : "";
         if (soff && soff[op] >= 0)
-            sf_buf_printf(src, "%sif constexpr (W || sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
+            sf_buf_printf(src, "%sif constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
                                "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                           els, raw, op, raw, soff[op], raw, op, raw, op, op);
         else if (soff) /* not staged: from global memory */
@@ -751,29 +751,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                           raw, op, dim, raw, stg[op], raw, raw, op, op);
         }
         sf_buf_puts(src, "}\n");
-        /* stage_run<STEPS, V>: a warp's run of STEPS steps from t0 (forward scans), copied
-         * by the warp's 32 lanes together in pieces of the vector alignment of V steps
-         * (fast_span<V> checked it), consecutive lanes on consecutive pieces: whole
-         * lines a warp access whatever V, so strips of more than 16 bytes a lane are
-         * staged too (sf_row_scan's WCP).  The caller waits for its copies and then
-         * the warp's (__syncwarp) before any lane reads the run. */
-        if (!rev) {
-            sf_buf_puts(src, "template <int STEPS, int V> static __device__ __forceinline__ void stage_run(const sf_args& a, const B& b, i64 t0, char* s, int rel, int ts) {\n"
-                             "const int lane = (int)(threadIdx.x & 31);\n(void)lane;\n");
-            for (int op = 0; op < k->nops; op++) {
-                if (!(ld_ops >> op & 1u) || k->ops[op].out || stg[op] < 0) continue;
-                const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-                sf_buf_printf(src, "if (a.st[%d][%d] == 1) {\n"
-                                   "constexpr int PA = sf_vinfo<%s, V>::A, NP = STEPS * (int)sizeof(%s) / PA;\n"
-                                   "static_assert(NP * PA == STEPS * (int)sizeof(%s), \"whole pieces\");\n"
-                                   "const char* g = (const char*)((const %s*)a.ptr[%d] + (b.o[%d] + t0));\n"
-                                   "char* d = s + %d * ts + rel * (int)sizeof(%s);\n"
-                                   "#pragma unroll\nfor (int i = lane; i < NP; i += 32) sf_cp_async<PA>(d + i * PA, g + i * PA);\n}\n",
-                              op, dim, raw, raw, raw, raw, op, op, stg[op], raw);
-            }
-            sf_buf_puts(src, "}\n");
-        }
-        sf_buf_puts(src, "template <int N, bool W = false> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
+        sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
         emit_vec_loads(src, f, k, ld_ops, dim, mode, stg);
         sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
@@ -1089,11 +1067,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int vec = sf_cg_tune("row_vec", 0);
         if (vec <= 0 || (vec & (vec - 1)) != 0) vec = 16 / (lb ? widest(g->f, k) : widest_streamed(g->f, k, rows * len));
         if (vec > items) vec = items;
-        /* Strips of more than 16 bytes a lane of the widest operand (row_vec): staged
-         * tiles then take whole warps' copies (sf_row_scan's WCP, Io::stage_run; forward
-         * scans only), since no single cp.async copies such a strip. */
-        bool wcp = stage && !n->a.reverse && vec * widest(g->f, k) > 16;
-        if (stage && n->a.reverse && vec * widest(g->f, k) > 16) vec = 16 / widest(g->f, k);
         /* 4 blocks an SM (64 registers a thread): a batch of strips in flight and the
          * states kept across the look-back fit without spills (6 spilled); staged tiles
          * hold no loads in registers: 6 blocks an SM (40 registers; a few spill, and 5
@@ -1150,10 +1123,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         } else {
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                          excl ? "true" : "false", stage ? "true" : "false",
-                          gal || wcp ? (gal ? ", true" : ", false") : "", wcp ? ", true" : "", (long long)rows,
+                          excl ? "true" : "false", stage ? "true" : "false", gal ? ", true" : "", (long long)rows,
                           (long long)len, (long long)tpr);
         }
     } else {

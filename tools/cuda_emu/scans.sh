@@ -16,8 +16,7 @@
 # reading the stage again), raked row tiles (row_rake=1 and 2, and the default rule), the
 # rows' tiles taken row after row (row_ilv=0; by default the rows' tickets interleave),
 # two tiles a block over interleaved rows (row_pipe=1), the look-back's first sleep
-# (lb_wait_first), strips of 32 bytes a lane staged by whole warps (row_vec=8 for 4-byte
-# operands, 16 for 2-byte ones; reversed scans keep 16-byte strips).
+# (lb_wait_first).
 # No GPU needed: a CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build)
 # holds libscanfuse.a.
 # Exit status: the failures.
@@ -105,9 +104,7 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "bfw row_rake=2" "bfwl row_rake=2" "i64rows row_rake=2,row_items=4" \
             "rkbig row_rake=2,row_items=1" "rkbigi row_rake=2,row_items=2" "auto1 pdl=1" "auto2 pdl=1" \
             "auto3 pdl=1" "rkb row_rake=2,row_items=64,row_vec=1" "auto3 row_ilv=0" "rkrev row_ilv=0,row_g=2,row_g2=2" \
-            "i64rows row_ilv=0" "f16 row_g=4,lb_wait_first=1000,lb_wait_first_min=0" "i64rows row_pipe=1,row_threads=256,row_items=8" \
-            "rk32 row_vec=8" "rkb row_vec=16,row_g=2,row_g2=3" "rki row_vec=8" "i64rows row_vec=4" "fused row_vec=8" \
-            "bfwl row_vec=16" "widths row_vec=8" "f16 row_vec=16" "one row_vec=8,row_stage1=1"; do
+            "i64rows row_ilv=0" "f16 row_g=4,lb_wait_first=1000,lb_wait_first_min=0" "i64rows row_pipe=1,row_threads=256,row_items=8"; do
     emu $spec
 done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
@@ -118,7 +115,7 @@ printf 'input x: bfloat16[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, 
 printf 'input x: float16[300, 8200]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/w64.sf"
 for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 pdl=1" "b16 col_l=64" \
             "bfw4 pdl=1" "bfwl pdl=1" "b16 col_stream=1" "b16 col_stream=1,col_hold=0" "w64 pdl=1" \
-            "rkb row_rake=2" "rk32 row_rake=2" "auto2 pdl=1" "rkb row_vec=16" "rk32 row_vec=8"; do
+            "rkb row_rake=2" "rk32 row_rake=2" "auto2 pdl=1"; do
     for args in "0 1 7 0" "0 0 8 1"; do emu $spec $args; done
 done
 echo "cuda_emu scans: $n runs, $fail failed"

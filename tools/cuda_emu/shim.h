@@ -63,15 +63,6 @@ static inline unsigned __match_any_sync(unsigned, int v) {
     emu_wait(FS_WARP);
     return m;
 }
-static inline int __all_sync(unsigned, int p) {
-    int w = g_cur->tid.x >> 5;
-    g_x[w][g_cur->tid.x & 31] = p != 0;
-    emu_wait(FS_WARP);
-    int all = 1;
-    for (int l = 0; l < 32; l++) all &= (int)g_x[w][l];
-    emu_wait(FS_WARP);
-    return all;
-}
 static inline unsigned __reduce_max_sync(unsigned, unsigned v) {
     int w = g_cur->tid.x >> 5;
     g_x[w][g_cur->tid.x & 31] = v;
