@@ -1545,10 +1545,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     sf_buf_printf(&src, "#define SF_WAIT_FIRST %du\n", wfirst < 0 ? 0 : wfirst);
     sf_buf_printf(&src, "#define SF_WAIT_FIRST_MIN %lldll\n",
                   (long long)(wmin < 0 ? 0 : wmin) * (pl->sms > 0 ? pl->sms : 132));
-    /* look-back row tiles publish their aggregate from the lanes' strip folds, before
-     * pass one's warp scans (sf_row_scan; lb_early=0: after them, from the block scan's
-     * total).  Measured: bench/NOTES.md, session 23. */
-    sf_buf_printf(&src, "#define SF_LB_EARLY %d\n", sf_cg_tune("lb_early", 1) == 0 ? 0 : 1);
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);

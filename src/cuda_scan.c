@@ -1109,6 +1109,18 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * bits).  H200, NOTES session 13 run 2, in one run: 1-D float32 0.699 -> 0.748
          * of copy, float16 0.627 -> 0.675, int64 0.706 -> 0.740, bfloat16 0.631 -> 0.639. */
         bool gal = lb && sf_cg_tune("lb_ga", 1) == 1;
+        /* Look-back tiles publish their aggregate from the lanes' strip folds, before pass
+         * one's warp scans (sf_row_scan's EARLY_AGG; sums, products, logcumsumexp): a tile
+         * then waits for its predecessors' loads, not for their scans too.  H200, NOTES
+         * session 23 runs 2-3, 1-D 2^28 against lb_early=0 in the same runs: bfloat16
+         * 0.69 -> 0.74 of copy, float16 0.73 -> 0.75-0.76, int32 -> int64 0.75-0.76 ->
+         * 0.82, int64 level (0.83); float32 lost (0.82 -> 0.80, 2^26 0.79 -> 0.70, 2^25
+         * 0.75-0.76 -> 0.65-0.70; its phase trace showed the look-back 1.3 us shorter
+         * and the loads and pass two as much longer, not why), so strips of 4 steps a
+         * lane (4-byte operands) keep the aggregate after the scans.  lb_early=0 / 1:
+         * never / always. */
+        int lbe = sf_cg_tune("lb_early", -1);
+        bool early = lb && (lbe == 1 || (lbe < 0 && vec != 4));
         if (rake) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
@@ -1125,7 +1137,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                           "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                          excl ? "true" : "false", stage ? "true" : "false", gal ? ", true" : "", (long long)rows,
+                          excl ? "true" : "false", stage ? "true" : "false",
+                          early ? (gal ? ", true, true" : ", false, true") : gal ? ", true" : "", (long long)rows,
                           (long long)len, (long long)tpr);
         }
     } else {

@@ -16,8 +16,8 @@
 # reading the stage again), raked row tiles (row_rake=1 and 2, and the default rule), the
 # rows' tiles taken row after row (row_ilv=0; by default the rows' tickets interleave),
 # two tiles a block over interleaved rows (row_pipe=1), the look-back's first sleep
-# (lb_wait_first), the tile aggregate published after pass one's warp scans (lb_early=0;
-# by default before them).
+# (lb_wait_first), the tile aggregate published before pass one's warp scans or after
+# them (lb_early=1 / 0; by default before, except for strips of 4 steps a lane).
 # No GPU needed: a CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build)
 # holds libscanfuse.a.
 # Exit status: the failures.
@@ -106,7 +106,8 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "rkbig row_rake=2,row_items=1" "rkbigi row_rake=2,row_items=2" "auto1 pdl=1" "auto2 pdl=1" \
             "auto3 pdl=1" "rkb row_rake=2,row_items=64,row_vec=1" "auto3 row_ilv=0" "rkrev row_ilv=0,row_g=2,row_g2=2" \
             "i64rows row_ilv=0" "f16 row_g=4,lb_wait_first=1000,lb_wait_first_min=0" "i64rows row_pipe=1,row_threads=256,row_items=8" \
-            "f32 lb_early=0" "cummax lb_early=0,row_stage=0" "rkb lb_early=0,row_g=2,row_g2=3"; do
+            "f32 lb_early=1" "i64rows lb_early=0" "cummax lb_early=1,row_stage=0" "widths lb_early=0" \
+            "fused lb_early=1,row_g=2,row_g2=3" "f16 lb_early=1,row_stage=0"; do
     emu $spec
 done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
