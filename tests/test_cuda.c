@@ -2047,6 +2047,10 @@ static void lookback_variants(void) {
     static const char *const tunes[][2] = {
         {"lb_ga=0", NULL}, {"lb_ga=0,row_g=4,row_g2=8", "row_g=4,row_g2=8"}, {"lb_ga=0,row_g=2", "row_g=2"},
         {"lb_wait_first=0", "lb_wait_first_min=0"}, /* no first sleep, and one at 2048 tiles */
+        /* the same with the tile aggregate published before pass one's warp scans (not the
+         * default for float32's strips of 4 steps) */
+        {"lb_early=1,lb_ga=0", "lb_early=1"}, {"lb_early=1,lb_ga=0,row_g=2", "lb_early=1,row_g=2"},
+        {"lb_early=1,lb_wait_first=0", "lb_early=1,lb_wait_first_min=0"},
     };
     const char *text = "input x: float32[16777216]\ny = cumsum(x, dim=0)\noutput y\n";
     float *x = NULL, *y = NULL;
@@ -2094,11 +2098,12 @@ done:
 }
 
 /* A 2^28-element float32 cumsum (32768 tiles, so the look-back sleeps before its first
- * poll): bit-identical over 10 runs, and accurate. */
-static void determinism(void) {
+ * poll): bit-identical over 10 runs, and accurate; under the defaults and with the tile
+ * aggregate published before pass one's warp scans (tune "lb_early=1"). */
+static void determinism(const char *tune) {
     const int64_t n = (int64_t)1 << 28;
     scanfuse_fusion *f = NULL;
-    scanfuse_program *pr = compile_prog("input x: float32[268435456]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+    scanfuse_program *pr = compile_prog("input x: float32[268435456]\ny = cumsum(x, dim=0)\noutput y\n", SCANFUSE_DEVICE_CUDA, 1, tune, &f);
     CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     float *x = NULL, *y = NULL;
     void *dx = NULL, *dy = NULL;
@@ -2120,7 +2125,7 @@ static void determinism(void) {
         if (rep == 0) first = h;
         else same = same && h == first;
     }
-    CHECKF(same, "cumsum of 2^28 float32 elements differs between runs");
+    CHECKF(same, "cumsum of 2^28 float32 elements differs between runs (tune %s)", tune ? tune : "none");
     /* accuracy: a double-double prefix sum on the host */
     double hi = 0, lo = 0, mag = 0;
     int64_t bad = 0;
@@ -2133,9 +2138,10 @@ static void determinism(void) {
         double err = fabs((double)y[i] - e);
         if (!(err <= sf_ulp(e, SCANFUSE_FLOAT32) || err <= ldexp(mag, -40))) bad++;
     }
-    CHECKF(bad == 0, "cumsum of 2^28 float32 elements: %lld outputs off by more than 1 ulp", (long long)bad);
-    printf("determinism: 10 runs of a 2^28-element float32 cumsum are bit-identical: %s; accurate: %s\n",
-           same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
+    CHECKF(bad == 0, "cumsum of 2^28 float32 elements (tune %s): %lld outputs off by more than 1 ulp",
+           tune ? tune : "none", (long long)bad);
+    printf("determinism%s%s: 10 runs of a 2^28-element float32 cumsum are bit-identical: %s; accurate: %s\n",
+           tune ? " under " : "", tune ? tune : "", same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
 done:
     sf_cuda_free(0, dx);
     sf_cuda_free(0, dy);
@@ -2470,7 +2476,8 @@ static void part_b(void) {
     const char *x = getenv("SF_CUDA_TEST_EXTRAS");
     if (!filter || (x && strcmp(x, "1") == 0)) {
         bad_tensors();
-        determinism();
+        determinism(NULL);
+        determinism("lb_early=1");
         lookback_variants();
         expanded_inputs(false);
         expanded_inputs(true);
