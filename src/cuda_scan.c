@@ -43,7 +43,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -51,8 +51,10 @@
  * before, lb_done applying to that count; row_stage1=2 stages the one-tile rows that
  * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=0 waits for the
  * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
- * lb_wait_first the row look-back's sleep before its first poll (ns), in launches of
- * at least lb_wait_first_min tiles an SM;
+ * lb_wait_first the row look-back's sleep before its first poll (ns, for tiles that
+ * stage 32 KB; in proportion for others), in launches of at least lb_wait_first_min
+ * tiles an SM; lb_early=1 publishes every look-back tile's aggregate before pass one's
+ * warp scans, 0 none's (by default all but strips of 4 steps a lane);
  * row_io1=2 reads each input of a row kernel of two or more inputs by one path, 1 every
  * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
  * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's;
