@@ -1090,9 +1090,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* Look-back tiles of one 8-byte input (int64 1-D: 16-20 bytes spilled at 6 blocks,
          * none at 5) and raked look-back rows of 4-byte inputs (float32 [64, 131072]: 28
          * spilled at 6, none at 5): 5 blocks an SM.  H200, NOTES session 24 runs 1-2,
-         * against 6 in the same runs: 1-D int64 0.83 -> 0.855, [64, 131072] 0.76-0.78 ->
-         * 0.81; 5 measured level or slower for the 1-D float32, float16 and int32 -> int64
-         * strips and the raked float16 rows [32, 2^20]. */
+         * against 6 in the same runs: 1-D int64 0.83 -> 0.86 of copy, float32 [64, 131072]
+         * 0.76-0.78 -> 0.78-0.81, float32 [32, 2^20] 0.78 -> 0.83; 5 measured level or
+         * slower for the 1-D float32, float16 and int32 -> int64 strips (the last stops
+         * spilling too) and the raked float16 rows [32, 2^20]. */
         bool lb5 = lb && stage && ((rake && inb == 4) || (!rake && inb == 8 && widest(g->f, k) == 8));
         int minb = sf_cg_tune("row_minb", (stage && !lb && nbc > 0) || lb5 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
