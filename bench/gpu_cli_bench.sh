@@ -29,6 +29,7 @@ scan 1d_i64_2p28 int64 268435456 0
 scan 1d_f16_2p28 float16 268435456 0
 scan 1d_bf16_2p28 bfloat16 268435456 0
 scan 1d_i32_i64_2p28 int32 268435456 0 ", dtype=int64"
+scan 1d_f64_2p27 float64 134217728 0 # (float64: no target; the 8-byte float beside int64)
 scan 1d_f32_2p26 float32 67108864 0
 # (2^24 and 2^25: 2048 and 4096 tiles, 16 and 31 an SM, under and over the look-back's
 # first-sleep threshold of 24 tiles an SM)
@@ -41,6 +42,8 @@ scan bf16_4096x4096_d1 bfloat16 "4096, 4096" 1
 scan bf16_8192x8192_d0 bfloat16 "8192, 8192" 0
 scan bf16_16384x4096_d0 bfloat16 "16384, 4096" 0
 scan f16_4096x4096_d0 float16 "4096, 4096" 0
+scan f64_4096x4096_d0 float64 "4096, 4096" 0
+scan f64_4096x4096_d1 float64 "4096, 4096" 1
 scan f32_64x131072_d1 float32 "64, 131072" 1
 scan f16_32x2p20_d1 float16 "32, 1048576" 1
 # (the same shape in float32: the issue names no dtype for it)

@@ -33,7 +33,8 @@
  * accesses otherwise.
  * Accumulation (docs/OPS.md, DESIGN.md §1): float16/bfloat16/float32 sums in double
  * (every tile prefix combined in a fixed order: deterministic, and within 2^-40 * sum|x|),
- * float64 sums in double-double, integers in wrapping int64, products and logcumsumexp
+ * float64 sums in double too (within 2^-43 * sum|x|: scan_kind_for), integers in
+ * wrapping int64, products and logcumsumexp
  * in double; every output rounded once.  (A product is associated as a tree, not left
  * to right: where a running product overflows in the left-to-right order but its exact
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
@@ -145,7 +146,15 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     sk->val = "s";
     switch (n->op) {
     case SF_OP_cumsum:
-        if (dt == SCANFUSE_FLOAT64) {
+        /* float64 sums in double: every output is a fold of its inputs of bounded depth
+         * (a strip, the warp and block scans, then at most G-1 tile aggregates, G2-1
+         * group aggregates and one link per G*G2 tiles of the look-back: under 600 adds
+         * for 2^34 elements of 1-D tiles of 4096), so within 600 * 2^-53 < 2^-43 times
+         * sum|x| (DESIGN.md §1 asks 2^-40; the CPU carries blocks in double-double).  In
+         * double-double (f64_dd=1, as before) the states are twice as wide and every
+         * fold ~20 double operations: H200, NOTES session 24, 1-D 2^27 at 0.31 of copy,
+         * bound by the arithmetic. */
+        if (dt == SCANFUSE_FLOAT64 && sf_cg_tune("f64_dd", 0) == 1) {
             snprintf(sk->op, sizeof sk->op, "OpSumDD");
             sk->tsize = 16;
             sk->elem = "sf_dd_make(x)";

@@ -572,6 +572,13 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "row_g=3,row_g2=2,row_items=1", G_FULL);
     prog_scans(SCANFUSE_FLOAT16, S1(100003), 0, "row_g=2,row_g2=4", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(7000003), 0, "lb_ga=0", G_DEFAULT);
+    /* float64 sums in double (session 24): the accuracy bound rests on the folds' depth,
+     * so a long chain of small groups (1025 tiles, 171 super-group links) against the
+     * exact reference, and the double-double states of before (f64_dd=1) on rows and
+     * columns */
+    prog_scans(SCANFUSE_FLOAT64, S1(4194307), 0, "row_g=2,row_g2=3", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT64, S2(3, 70001), 1, "f64_dd=1", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT64, S2(300, 40), 0, "f64_dd=1", G_DEFAULT);
     /* raked row tiles (row_rake=1: each thread stores its own outputs; 2: over its inputs
      * in the stage, copied out a warp at a time where they fit there): long rows, prefix
      * chains of small groups, 16-bit inputs and 8-byte states, int32 summed into int64,

@@ -5,8 +5,9 @@
 # needed: it executes the generated CUDA C (NVRTC-free: g++ with the shim), so the block
 # templates, barriers, warp exchanges and the parameter packing are exercised here.
 #   tools/cuda_emu/run.sh PROGRAM [irange] [ties] [seed] [noflags]
-#     irange: integer inputs in [0, irange) (0: -20..20); ties: float inputs from
-#     {-2, -0, 0, 1.5, 3, NaN, inf, -inf}; noflags=1: every operand takes the strided path.
+#     irange: integer inputs in [0, irange) (0: -20..20); ties=1: float inputs from
+#     {-2, -0, 0, 1.5, 3, NaN, inf, -inf}, ties=2: float inputs drawn as the integers are
+#     (sums exact in double); noflags=1: every operand takes the strided path.
 # BUILD (default: build) holds libscanfuse.a.  Exit status 0: outputs identical (or the
 # reference failed and the error slots are printed).  EMU_SCAN=1: the first row or column scan
 # kernel instead, as a grid of one block (scans.sh runs a set of them under tunings).
