@@ -34,8 +34,7 @@
  * Accumulation (docs/OPS.md, DESIGN.md §1): float16/bfloat16/float32 sums in double
  * (every tile prefix combined in a fixed order: deterministic, and within 2^-40 * sum|x|),
  * float64 sums in double too (within 2^-43 * sum|x|: scan_kind_for), integers in
- * wrapping int64, products and logcumsumexp
- * in double; every output rounded once.  (A product is associated as a tree, not left
+ * wrapping int64, products and logcumsumexp in double; every output rounded once.  (A product is associated as a tree, not left
  * to right: where a running product overflows in the left-to-right order but its exact
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
@@ -44,7 +43,7 @@
  * split order by a second kernel when one output's work is split across blocks.
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
