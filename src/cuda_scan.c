@@ -132,6 +132,7 @@ static void scan_off(sf_cg_ectx *e, int op, sf_buf *out) {
 typedef struct scan_kind {
     char op[64];      /* the operator struct */
     int tsize;        /* bytes of its state */
+    int64_t max_chain; /* the longest chain of adds a kernel may carry a prefix along (0: any) */
     const char *elem; /* the element from "x" (the converted input) and "p" */
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
@@ -152,7 +153,9 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
          * sum|x| (DESIGN.md §1 asks 2^-40; the CPU carries blocks in double-double).  In
          * double-double (f64_dd=1, as before) the states are twice as wide and every
          * fold ~20 double operations: H200, NOTES session 24, 1-D 2^27 at 0.31 of copy,
-         * bound by the arithmetic. */
+         * bound by the arithmetic.  (The column stream kernel carries a column's prefix
+         * chunk after chunk: at most 512 chunks then, max_chain.) */
+        if (dt == SCANFUSE_FLOAT64) sk->max_chain = 512;
         if (dt == SCANFUSE_FLOAT64 && sf_cg_tune("f64_dd", 0) == 1) {
             snprintf(sk->op, sizeof sk->op, "OpSumDD");
             sk->tsize = 16;
@@ -1207,22 +1210,26 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * the tile kernel; =1 the stream kernel for any grid; col_ring=S stages (2-8);
          * col_l=L at most L steps a thread a stage. */
         const bool wide = ncb * 8 >= 7 * (int64_t)sms; /* about a column block an SM */
-        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
-            /* 16-bit inputs in grids of about a block of 64 columns an SM or more: blocks
-             * of 64 columns (a whole 128-byte line of each row, one block an SM where
-             * blocks of 32 made two): bfloat16 [8192, 8192] dim 0 90.9 -> 80.6-81.3 us
-             * (NOTES session 19, run 3) */
-            int sw = w;
-            if (sf_cg_tune("col_w", 0) == 0 && inb == 2 && ceil_div(ncols, 64) * 8 >= 7 * (int64_t)sms) sw = 64;
-            const int srg = 256 / sw;
+        /* The stream kernel's geometry.  16-bit inputs in grids of about a block of 64
+         * columns an SM or more: blocks of 64 columns (a whole 128-byte line of each row,
+         * one block an SM where blocks of 32 made two): bfloat16 [8192, 8192] dim 0 90.9
+         * -> 80.6-81.3 us (NOTES session 19, run 3).  Its block carries a column's prefix
+         * from chunk to chunk, a chain of nch adds: where the accuracy bound limits the
+         * chain (sk.max_chain), longer columns take the tile kernel, whose look-back
+         * groups bound it. */
+        int sw = w;
+        if (sf_cg_tune("col_w", 0) == 0 && inb == 2 && ceil_div(ncols, 64) * 8 >= 7 * (int64_t)sms) sw = 64;
+        const int srg = 256 / sw;
+        int ls = 64, lt = sf_cg_tune("col_l", 0);
+        if (lt > 0 && lt < ls) ls = lt;
+        while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
+        const int64_t nch = ceil_div(len, (int64_t)srg * ls);
+        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1 &&
+            (sk.max_chain == 0 || nch <= sk.max_chain)) {
             const int64_t sncb = ceil_div(ncols, sw);
-            int ls = 64, lt = sf_cg_tune("col_l", 0);
-            if (lt > 0 && lt < ls) ls = lt;
-            while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
             int ring = sf_cg_tune("col_ring", 4);
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
-            const int64_t nch = ceil_div(len, (int64_t)srg * ls);
             /* HOLD: a thread keeps its steps' values from pass one for pass two (at most
              * 64 registers of them; one block an SM leaves 255 a thread) instead of
              * reading and converting them again: a float16/bfloat16 step's conversions

@@ -1241,10 +1241,10 @@ static void build_programs(void) {
  * kernels), each holding many kernels, so that every template is instantiated at least
  * once: every pointwise op and cast of every dtype; every scan op in every kernel shape
  * (warp, block rows with look-back and prefix chain, one-tile block rows, columns with
- * and without look-back, 0-d) with the flags, for each state type (double, double-double,
- * int64, value+index of both kinds); every reduction kernel shape for each state type;
- * index and sort ops (short and long rows); creation, shape ops and matmul; the examples
- * and fused prologues/epilogues. */
+ * and without look-back, 0-d) with the flags, for each state type (double,
+ * double-double (float64 sums under f64_dd=1), int64, value+index of both kinds); every
+ * reduction kernel shape for each state type; index and sort ops (short and long rows);
+ * creation, shape ops and matmul; the examples and fused prologues/epilogues. */
 static prog *covs;
 static int ncovs;
 
@@ -1279,10 +1279,11 @@ static void build_coverage(void) {
         out(p, "l", T_EXACT);
         finish(p);
     }
-    /* scans: one program per state type, every kernel shape */
+    /* scans: one program per state type, every kernel shape (the last: float64 sums in
+     * double-double, f64_dd=1, on the same shapes as the float64 program) */
     const scanfuse_dtype sdt[] = {SCANFUSE_FLOAT32, SCANFUSE_FLOAT64, SCANFUSE_INT32, SCANFUSE_BOOL,
-                                  SCANFUSE_BFLOAT16};
-    for (int i = 0; i < 5; i++) {
+                                  SCANFUSE_BFLOAT16, SCANFUSE_FLOAT64};
+    for (int i = 0; i < 6; i++) {
         scanfuse_dtype dt = sdt[i];
         prog *p = newprog();
         P(p, "input a: %s[40000]\ninput b: %s[3, 33]\ninput c: %s[33, 3]\ninput d: %s[]\ninput e: %s[4, 3000]\ninput f: %s[2, 5, 3]\n",
@@ -1309,6 +1310,7 @@ static void build_coverage(void) {
         P(p, "mn, mi = cummin(b, dim=1)\n");
         out(p, "mn", T_EXACT);
         finish(p);
+        if (i == 5) p->tune = "f64_dd=1";
     }
     {
         prog *p = newprog(); /* the prefix chains of both look-backs */
@@ -1680,12 +1682,43 @@ static int plan_launches(const char *path) {
     return n;
 }
 
+/* The dynamic shared memory of the first column scan kernel of the plan of a one-scan
+ * program (the column stream kernel has a ring of stages there, the tile kernel none);
+ * -1 if the plan fails or has no column scan. */
+static long col_scan_dyn_smem(const char *text) {
+    scanfuse_fusion *fu = scanfuse_parse(text, "plan");
+    scanfuse_options o;
+    scanfuse_options_init(&o);
+    o.device = SCANFUSE_DEVICE_REFERENCE;
+    scanfuse_program *pr = fu ? scanfuse_compile(fu, &o) : NULL;
+    sf_cuda_plan *pl = NULL;
+    char msg[SF_ERR_LEN];
+    long r = -1;
+    if (pr && sf_cuda_plan_build((const sf_program *)pr, 90, 132, &pl, msg, sizeof msg) == SCANFUSE_OK) {
+        for (int q = 0; q < pl->nkernels && r < 0; q++)
+            if (pl->k[q].kind == SF_CUK_SCAN_COL) r = (long)pl->k[q].dyn_smem;
+        sf_cuda_plan_free(pl);
+    }
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(fu);
+    return r;
+}
+
 static void plan_checks(void) {
     int l = plan_launches(SF_SOURCE_DIR "/examples/moe_routing.sf");
     int d = plan_launches(SF_SOURCE_DIR "/examples/moe_routing_deepseek.sf");
     CHECKF(l == 3, "the Llama MoE example's plan launches %d kernels, expected 3", l);
     CHECKF(d == 8, "the DeepSeek MoE example's plan launches %d kernels, expected 8", d);
     printf("plans: MoE Llama %d launches, DeepSeek %d\n", l, d);
+    /* float64 sums in double bound their chains of adds (cuda_scan.c, max_chain): wide
+     * columns of 4096 steps stream (64 chunks), of 65536 (1024 chunks) take the look-back
+     * tiles; float32 columns stream at any length */
+    long s4 = col_scan_dyn_smem("input x: float64[4096, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
+    long s64 = col_scan_dyn_smem("input x: float64[65536, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
+    long s32 = col_scan_dyn_smem("input x: float32[65536, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
+    CHECKF(s4 > 0, "float64 [4096, 4096] dim 0: the stream kernel expected (dynamic shared memory %ld)", s4);
+    CHECKF(s64 == 0, "float64 [65536, 4096] dim 0: the tile kernel expected (dynamic shared memory %ld)", s64);
+    CHECKF(s32 > 0, "float32 [65536, 4096] dim 0: the stream kernel expected (dynamic shared memory %ld)", s32);
 }
 
 static void part_a(void) {
