@@ -153,9 +153,12 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
          * sum|x| (DESIGN.md §1 asks 2^-40; the CPU carries blocks in double-double).  In
          * double-double (f64_dd=1, as before) the states are twice as wide and every
          * fold ~20 double operations: H200, NOTES session 24, 1-D 2^27 at 0.31 of copy,
-         * bound by the arithmetic.  (The column stream kernel carries a column's prefix
-         * chunk after chunk: at most 512 chunks then, max_chain.) */
-        if (dt == SCANFUSE_FLOAT64) sk->max_chain = 512;
+         * bound by the arithmetic.  The column stream kernel carries a column's prefix
+         * chunk after chunk, so its chains are bounded by max_chain: at most 512 chunks
+         * for float64; for narrower floats 2048 (with a chunk's own steps and row groups,
+         * at most 2120 adds: within 2^-41.9 * sum|x| in double, so the output's rounding
+         * keeps it within 1 ulp or 2^-40 * sum|x|, DESIGN.md §1). */
+        if (fl) sk->max_chain = dt == SCANFUSE_FLOAT64 ? 512 : 2048;
         if (dt == SCANFUSE_FLOAT64 && sf_cg_tune("f64_dd", 0) == 1) {
             snprintf(sk->op, sizeof sk->op, "OpSumDD");
             sk->tsize = 16;

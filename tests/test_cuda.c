@@ -1712,13 +1712,21 @@ static void plan_checks(void) {
     printf("plans: MoE Llama %d launches, DeepSeek %d\n", l, d);
     /* float64 sums in double bound their chains of adds (cuda_scan.c, max_chain): wide
      * columns of 4096 steps stream (64 chunks), of 65536 (1024 chunks) take the look-back
-     * tiles; float32 columns stream at any length */
+     * tiles; float32 and bfloat16 columns (chunks of 128 rows) stream up to 2048 chunks */
     long s4 = col_scan_dyn_smem("input x: float64[4096, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
     long s64 = col_scan_dyn_smem("input x: float64[65536, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
     long s32 = col_scan_dyn_smem("input x: float32[65536, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
+    long s32e = col_scan_dyn_smem("input x: float32[262144, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
+    long s32l = col_scan_dyn_smem("input x: float32[262145, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
+    long sbl = col_scan_dyn_smem("input x: bfloat16[1048576, 8192]\ny = cumsum(x, dim=0)\noutput y\n");
+    long si = col_scan_dyn_smem("input x: int32[1048576, 4096]\ny = cumsum(x, dim=0)\noutput y\n");
     CHECKF(s4 > 0, "float64 [4096, 4096] dim 0: the stream kernel expected (dynamic shared memory %ld)", s4);
     CHECKF(s64 == 0, "float64 [65536, 4096] dim 0: the tile kernel expected (dynamic shared memory %ld)", s64);
     CHECKF(s32 > 0, "float32 [65536, 4096] dim 0: the stream kernel expected (dynamic shared memory %ld)", s32);
+    CHECKF(s32e > 0, "float32 [262144, 4096] dim 0 (2048 chunks): the stream kernel expected (%ld)", s32e);
+    CHECKF(s32l == 0, "float32 [262145, 4096] dim 0 (2049 chunks): the tile kernel expected (%ld)", s32l);
+    CHECKF(sbl == 0, "bfloat16 [2^20, 8192] dim 0: the tile kernel expected (%ld)", sbl);
+    CHECKF(si > 0, "int32 [2^20, 4096] dim 0 (integer sums are exact): the stream kernel expected (%ld)", si);
 }
 
 static void part_a(void) {
