@@ -224,6 +224,14 @@ void sf_cg_coords(sf_buf *b, const char *prefix, const char *idx, int n, const i
 /* "c<d> * a.st[k][d] + ..." over dims[0..n) with shape > 1 ("0" when none). */
 void sf_cg_offset(sf_buf *b, const char *prefix, int k, int n, const int *dims,
                   const int64_t *shape);
+/* {0, 1, ..., SF_MAX_DIMS - 1}: every dim, for sf_cg_coords / sf_cg_offset. */
+extern const int sf_cg_iota_dims[SF_MAX_DIMS];
+/* Is op a view (its output aliases its input's elements)? */
+bool sf_cg_is_view_op(sf_op op);
+/* The value a chain of views of v starts from (v itself when v is no view). */
+int32_t sf_cg_view_base(const scanfuse_fusion *f, int32_t v);
+/* Emits an inline constant (arange, iota, full) at the context's element into v<v>. */
+void sf_cg_value_inline(sf_cg_ectx *e, int32_t v);
 /* Finds or adds operand (v, mode, space, out) of k; -1 when the table is full. */
 int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, bool out);
 /* Ensures local v<v> holds value v at the context's element (loads, inline constants,
