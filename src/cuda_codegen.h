@@ -224,6 +224,12 @@ void sf_cg_coords(sf_buf *b, const char *prefix, const char *idx, int n, const i
 /* "c<d> * a.st[k][d] + ..." over dims[0..n) with shape > 1 ("0" when none). */
 void sf_cg_offset(sf_buf *b, const char *prefix, int k, int n, const int *dims,
                   const int64_t *shape);
+/* ceil(a / b) for b > 0; 0 for b <= 0. */
+static inline int64_t sf_cg_ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+/* The nodes of the segment being emitted (g->in_seg), in order, into out; their count. */
+int sf_cg_group_nodes(const sf_cg *g, int *out);
+/* Marks in pro the segment's nodes that the anchor's input depends on (its prologue). */
+void sf_cg_mark_prologue(const sf_cg *g, int anchor, bool *pro);
 /* {0, 1, ..., SF_MAX_DIMS - 1}: every dim, for sf_cg_coords / sf_cg_offset. */
 extern const int sf_cg_iota_dims[SF_MAX_DIMS];
 /* Is op a view (its output aliases its input's elements)? */

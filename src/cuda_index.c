@@ -30,10 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int dims8[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
-
-static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
-
 /* The split counting sort in two kernels (emitted once into a source that uses it, after
  * the skeletons).  The histograms, chunk-major: cnt[(r * nch + c) * R + b].  The placing
  * pass computes its own starts: chunk c's start for bucket b, the exclusive scan of the
@@ -103,7 +99,7 @@ static const char *const split_prelude[] = {
     NULL};
 
 static unsigned elem_grid(const sf_cg *g, int64_t n) {
-    int64_t blocks = ceil_div(n, 256), cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
+    int64_t blocks = sf_cg_ceil_div(n, 256), cap = (int64_t)(g->sms > 0 ? g->sms : 132) * 32;
     return sf_cg_grid(blocks < cap ? blocks : cap);
 }
 
@@ -118,7 +114,7 @@ static void open_elem(sf_cg *g, sf_cuda_kernel *k, int ndim, const int64_t *shap
     sf_buf_printf(g->src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
     sf_buf_printf(g->src, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
                   (long long)n);
-    sf_cg_coords(g->src, "c", "i", ndim, dims8, shape);
+    sf_cg_coords(g->src, "c", "i", ndim, sf_cg_iota_dims, shape);
 }
 
 static void close_elem(sf_cg *g) { sf_buf_puts(g->src, "}\n}\n\n"); }
@@ -139,7 +135,7 @@ static void check_kernel(sf_cg *g, int node, int32_t v, int64_t hi, const char *
     int op = sf_cg_operand(k, v, SF_CUOP_OWN, 0, false);
     open_elem(g, k, iv->ndim, iv->shape);
     sf_buf_printf(g->src, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(iv->dtype), op);
-    sf_cg_offset(g->src, "c", op, iv->ndim, dims8, iv->shape);
+    sf_cg_offset(g->src, "c", op, iv->ndim, sf_cg_iota_dims, iv->shape);
     sf_buf_printf(g->src, ");\nif (v < 0 || v >= %lldll) sf_report(a, i, v);\n", (long long)hi);
     close_elem(g);
 }
@@ -226,7 +222,7 @@ static void emit_row_gather(sf_cg *g, int ni) {
     /* element path: any strides */
     sf_buf_printf(b, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
                   (long long)numel);
-    sf_cg_coords(b, "c", "i", nd, dims8, y->shape);
+    sf_cg_coords(b, "c", "i", nd, sf_cg_iota_dims, y->shape);
     sf_buf_printf(b, "const i64 j = c%d;\nconst i64 v = %s;\n", dim, ldj);
     sf_buf_puts(b, "i64 xo = 0;\n");
     for (int d = 0; d < nd; d++) {
@@ -234,7 +230,7 @@ static void emit_row_gather(sf_cg *g, int ni) {
         else if (x->shape[d] > 1) sf_buf_printf(b, "xo += c%d * a.st[%d][%d];\n", d, ox, d);
     }
     sf_buf_printf(b, "((%s*)a.ptr[%d])[", raw, oy);
-    sf_cg_offset(b, "c", oy, nd, dims8, y->shape);
+    sf_cg_offset(b, "c", oy, nd, sf_cg_iota_dims, y->shape);
     sf_buf_printf(b, "] = ((const %s*)a.ptr[%d])[xo];\n}\n}\n\n", raw, ox);
 }
 
@@ -262,9 +258,9 @@ static scanfuse_status emit_gather(sf_cg *g, int ni) {
     sf_buf *b = g->src;
     /* where this element's index is */
     if (flat) {
-        sf_cg_coords(b, "q", "i", ix->ndim, dims8, ix->shape);
+        sf_cg_coords(b, "q", "i", ix->ndim, sf_cg_iota_dims, ix->shape);
         sf_buf_puts(b, "const i64 io2 = ");
-        sf_cg_offset(b, "q", oi, ix->ndim, dims8, ix->shape);
+        sf_cg_offset(b, "q", oi, ix->ndim, sf_cg_iota_dims, ix->shape);
         sf_buf_puts(b, ";\n");
     } else if (n->op == SF_OP_index_select) {
         if (ix->ndim > 0 && nd > 0) sf_buf_printf(b, "const i64 io2 = c%d * a.st[%d][0];\n", dim, oi);
@@ -280,16 +276,16 @@ static scanfuse_status emit_gather(sf_cg *g, int ni) {
     const char *s = sf_cg_sfx(y->dtype);
     if (size == 0) {
         sf_buf_printf(b, "(void)v;\nsf_st_%s(a.ptr[%d], ", s, oy);
-        sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+        sf_cg_offset(b, "c", oy, y->ndim, sf_cg_iota_dims, y->shape);
         sf_buf_printf(b, ", (%s)0);\n", sf_cg_ctype(y->dtype));
         close_elem(g);
         return SCANFUSE_OK;
     }
     sf_buf_puts(b, "i64 xo = 0;\n");
     if (flat) {
-        sf_cg_coords(b, "z", "v", nd, dims8, x->shape);
+        sf_cg_coords(b, "z", "v", nd, sf_cg_iota_dims, x->shape);
         sf_buf_puts(b, "xo = ");
-        sf_cg_offset(b, "z", ox, nd, dims8, x->shape);
+        sf_cg_offset(b, "z", ox, nd, sf_cg_iota_dims, x->shape);
         sf_buf_puts(b, ";\n");
     } else {
         for (int d = 0; d < nd; d++) {
@@ -298,7 +294,7 @@ static scanfuse_status emit_gather(sf_cg *g, int ni) {
         }
     }
     sf_buf_printf(b, "sf_st_%s(a.ptr[%d], ", s, oy);
-    sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+    sf_cg_offset(b, "c", oy, y->ndim, sf_cg_iota_dims, y->shape);
     sf_buf_printf(b, ", sf_ld_%s(a.ptr[%d], xo));\n", s, ox);
     close_elem(g);
     return SCANFUSE_OK;
@@ -328,7 +324,7 @@ static scanfuse_status emit_scatter(sf_cg *g, int ni) {
     sf_buf *b = g->src;
     const char *s = sf_cg_sfx(dt), *ct = sf_cg_ctype(dt);
     sf_buf_printf(b, "%s v = sf_ld_%s(a.ptr[%d], ", ct, s, ox);
-    sf_cg_offset(b, "c", ox, nd, dims8, x->shape);
+    sf_cg_offset(b, "c", ox, nd, sf_cg_iota_dims, x->shape);
     sf_buf_puts(b, ");\n");
     bool facc = add && sf_dtype_is_float(dt);
     if (facc) sf_buf_puts(b, "double acc = v;\n");
@@ -365,7 +361,7 @@ static scanfuse_status emit_scatter(sf_cg *g, int ni) {
     else sf_buf_puts(b, "v = sf_iadd(v, w);\n");
     sf_buf_puts(b, "}\n}\n");
     sf_buf_printf(b, "sf_st_%s(a.ptr[%d], ", s, oy);
-    sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+    sf_cg_offset(b, "c", oy, y->ndim, sf_cg_iota_dims, y->shape);
     sf_buf_printf(b, ", %s);\n", facc ? "acc" : "v");
     close_elem(g);
     return SCANFUSE_OK;
@@ -389,9 +385,9 @@ static scanfuse_status emit_ids(sf_cg *g, int ni) {
         int oy = sf_cg_operand(k, n->out[0], SF_CUOP_ITER, 0, true);
         open_elem(g, k, y->ndim, y->shape);
         sf_buf_printf(b, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
-        sf_cg_offset(b, "c", ox, x->ndim, dims8, x->shape);
+        sf_cg_offset(b, "c", ox, x->ndim, sf_cg_iota_dims, x->shape);
         sf_buf_printf(b, ");\nsf_st_i64(a.ptr[%d], ", oy);
-        sf_cg_offset(b, "c", oy, y->ndim, dims8, y->shape);
+        sf_cg_offset(b, "c", oy, y->ndim, sf_cg_iota_dims, y->shape);
         sf_buf_printf(b, ", (i64)(v == c%d));\n", y->ndim - 1);
         close_elem(g);
         return SCANFUSE_OK;
@@ -417,18 +413,18 @@ static scanfuse_status emit_ids(sf_cg *g, int ni) {
         k->ndim = x->ndim;
         for (int d = 0; d < x->ndim; d++) k->shape[d] = x->shape[d];
         k->block = 256;
-        k->grid = sf_cg_grid(ceil_div(nx, 4096));
+        k->grid = sf_cg_grid(sf_cg_ceil_div(nx, 4096));
         sf_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
         sf_buf_printf(b, "__shared__ unsigned s_h[%lld];\nfor (int q = threadIdx.x; q < %lld; q += 256) s_h[q] = 0u;\n"
                          "__syncthreads();\n", (long long)C, (long long)C);
         sf_buf_printf(b, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
                       (long long)nx);
-        sf_cg_coords(b, "c", "i", x->ndim, dims8, x->shape);
+        sf_cg_coords(b, "c", "i", x->ndim, sf_cg_iota_dims, x->shape);
     } else {
         open_elem(g, k, x->ndim, x->shape);
     }
     sf_buf_printf(b, "const i64 v = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
-    sf_cg_offset(b, "c", ox, x->ndim, dims8, x->shape);
+    sf_cg_offset(b, "c", ox, x->ndim, sf_cg_iota_dims, x->shape);
     if (smem) {
         sf_buf_printf(b, ");\nif (v >= 0 && v < %lldll) atomicAdd(&s_h[v], 1u);\n}\n__syncthreads();\n", (long long)C);
         sf_buf_printf(b, "for (int q = threadIdx.x; q < %lld; q += 256)\n"
@@ -523,8 +519,8 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
          * chunks of CH over many blocks, in three passes (histograms, starts, placing);
          * at most 65536 chunks in all, so the counts (R ints a chunk) stay bounded */
         int64_t CH = 1024;
-        while (rows * ceil_div(len, CH) > 65536) CH *= 2;
-        const int64_t nch = ceil_div(len, CH);
+        while (rows * sf_cg_ceil_div(len, CH) > 65536) CH *= 2;
+        const int64_t nch = sf_cg_ceil_div(len, CH);
         if (rows < sms && nch >= 4 && sf_cg_tune("count_split", 1)) {
             static const char *const pass[5] = {"sf_count_split_hist<%s, %s, %d>(a, %lldll, %lldll, %lldll, %lldll);\n",
                                                 "sf_count_split_scan<%d>(a, %lldll, %lldll, %lldll);\n",
@@ -594,7 +590,7 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
     memcpy(k->ops, ops, sizeof ops);
     k->scratch_bytes = 2 * half;
     k->block = 256;
-    k->grid = sf_cg_grid(rows * ceil_div(len, 2048));
+    k->grid = sf_cg_grid(rows * sf_cg_ceil_div(len, 2048));
     sf_buf_printf(b,
                   "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
                   "sf_sort_chunks<%s, %s, %s, 2048>(a, %lldll, %lldll, (sf_skey*)a.scratch);\n}\n\n",
@@ -606,7 +602,7 @@ static scanfuse_status emit_sort(sf_cg *g, int ni) {
         memcpy(m->ops, ops, sizeof ops);
         m->scratch_bytes = -1;
         m->block = 256;
-        m->grid = sf_cg_grid(ceil_div(items, 256) < (int64_t)sms * 64 ? ceil_div(items, 256) : (int64_t)sms * 64);
+        m->grid = sf_cg_grid(sf_cg_ceil_div(items, 256) < (int64_t)sms * 64 ? sf_cg_ceil_div(items, 256) : (int64_t)sms * 64);
         sf_buf_printf(b,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
                       "sf_merge_pass<%s, %s>((const sf_skey*)(a.scratch + %lldull), (sf_skey*)(a.scratch + %lldull), %lldll, %lldll, %lldll);\n}\n\n",

@@ -1,7 +1,7 @@
 /*
- * cuda_scan.c — scans (cumsum, cumprod, cummax, cummin, logcumsumexp) and reductions
- * (sum, prod, max, min, mean, argmax, argmin) for the CUDA backend, each with the
- * pointwise prologue and epilogue of its segment fused in: chooses the kernel shape from
+ * cuda_scan.c — scans (cumsum, cumprod, cummax, cummin, logcumsumexp) for the CUDA
+ * backend (reductions: cuda_reduce.c), each with the pointwise prologue and epilogue of
+ * its segment fused in: chooses the kernel shape from
  * the static shape, and emits the per-kernel `Io` struct (how a row is located, how an
  * element is loaded — the prologue computed in registers —, how a state is stored — the
  * epilogue computed in registers, every value that needs memory written) that the
@@ -38,10 +38,6 @@
  * to right: where a running product overflows in the left-to-right order but its exact
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
- * Reductions see the input as nout outputs x nred reduced elements, reduced in a fixed
- * order (a thread's strided run, then an order-preserving tree), splits combined in
- * split order by a second kernel when one output's work is split across blocks.
- *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
  * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
@@ -76,24 +72,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
-
 static int pow2_at_least(int64_t v) {
     int p = 1;
     while (p < v) p *= 2;
     return p;
 }
 
-/* Nodes of the group (g->in_seg) in order. */
-static int group_nodes(const sf_cg *g, int *out) {
+int sf_cg_group_nodes(const sf_cg *g, int *out) {
     int n = 0;
     for (int i = 0; i < g->f->nnodes; i++)
         if (g->in_seg[i]) out[n++] = i;
     return n;
 }
 
-/* Marks the group's nodes that the anchor's input depends on (the prologue). */
-static void mark_prologue(const sf_cg *g, int anchor, bool *pro) {
+void sf_cg_mark_prologue(const sf_cg *g, int anchor, bool *pro) {
     const scanfuse_fusion *f = g->f;
     memset(pro, 0, (size_t)(f->nnodes > 0 ? f->nnodes : 1));
     int32_t v = f->nodes[anchor].in[0];
@@ -545,7 +537,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         free(done);
         return false;
     }
-    int nn = group_nodes(g, nodes);
+    int nn = sf_cg_group_nodes(g, nodes);
     scan_ctx u = {dim};
     bool ok = true;
     sf_buf ldb = {0}, ldv = {0}, stb = {0}, stv = {0};
@@ -953,9 +945,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int warp_max = sf_cg_tune("warp_max", sk.tsize > 8 ? 512 : 1024);
     if (inner == 1 && len <= warp_max) {
         k->kind = SF_CUK_SCAN_WARP;
-        int items = pow2_at_least(ceil_div(len, 32));
+        int items = pow2_at_least(sf_cg_ceil_div(len, 32));
         k->block = 256;
-        int64_t blocks = ceil_div(rows, 8);
+        int64_t blocks = sf_cg_ceil_div(rows, 8);
         k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
@@ -1057,14 +1049,14 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * [32, 2^20] 0.34-0.57 against 0.714; removed, NOTES session 21.) */
         int rake = stage && threads == 256 && (rkt == 1 || rkt == 2) ? rkt : 0;
         int64_t tile = threads * (int64_t)items;
-        int64_t tpr = ceil_div(len, tile);
+        int64_t tpr = sf_cg_ceil_div(len, tile);
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
         if (rake_auto && stage && threads == 256 && len % tile == 0 && tpr <= 128) rake = 2;
         k->block = threads;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
         if (lb) {
-            int64_t ngr = rows * ceil_div(tpr, gsz), nsup = rows * ceil_div(tpr, (int64_t)gsz * g2);
+            int64_t ngr = rows * sf_cg_ceil_div(tpr, gsz), nsup = rows * sf_cg_ceil_div(tpr, (int64_t)gsz * g2);
             int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
             /* the header, then every state as self-validating words (8 bytes per 4) */
@@ -1192,16 +1184,16 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
              * 16.9 us at 8); staged, 32 where that still leaves 8 tiles an SM ([8192,
              * 256], 4 tiles an SM at 16 steps: 0.68 at 16, 0.64 at 32) */
             l = sk.tsize > 8 ? 8 : 16;
-            if (l > 8 && ceil_div(len, (int64_t)rg * l) * ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
-            if (stage && l == 16 && ceil_div(len, (int64_t)rg * 32) * ceil_div(ncols, w) >= 8 * (int64_t)sms) l = 32;
+            if (l > 8 && sf_cg_ceil_div(len, (int64_t)rg * l) * sf_cg_ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
+            if (stage && l == 16 && sf_cg_ceil_div(len, (int64_t)rg * 32) * sf_cg_ceil_div(ncols, w) >= 8 * (int64_t)sms) l = 32;
         }
         if (l > (stage ? 64 : 32)) l = stage ? 64 : 32; /* col_l=64: staged only (an experiment) */
         while (stage && (int64_t)rg * l * w * inb > 40960) {
             if (l <= 4) stage = false;
             else l /= 2;
         }
-        int64_t nchunks = ceil_div(len, (int64_t)rg * l);
-        int64_t ncb = ceil_div(ncols, w);
+        int64_t nchunks = sf_cg_ceil_div(len, (int64_t)rg * l);
+        int64_t ncb = sf_cg_ceil_div(ncols, w);
         /* Grids of about a column block an SM or more: the stream kernel above (no
          * look-back, no ticket), for staged scans with states of at most 8 bytes and
          * several chunks: 4 stages of 16 KB (64 KB of dynamic shared memory, one block an
@@ -1221,15 +1213,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * chain (sk.max_chain), longer columns take the tile kernel, whose look-back
          * groups bound it. */
         int sw = w;
-        if (sf_cg_tune("col_w", 0) == 0 && inb == 2 && ceil_div(ncols, 64) * 8 >= 7 * (int64_t)sms) sw = 64;
+        if (sf_cg_tune("col_w", 0) == 0 && inb == 2 && sf_cg_ceil_div(ncols, 64) * 8 >= 7 * (int64_t)sms) sw = 64;
         const int srg = 256 / sw;
         int ls = 64, lt = sf_cg_tune("col_l", 0);
         if (lt > 0 && lt < ls) ls = lt;
         while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
-        const int64_t nch = ceil_div(len, (int64_t)srg * ls);
+        const int64_t nch = sf_cg_ceil_div(len, (int64_t)srg * ls);
         if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1 &&
             (sk.max_chain == 0 || nch <= sk.max_chain)) {
-            const int64_t sncb = ceil_div(ncols, sw);
+            const int64_t sncb = sf_cg_ceil_div(ncols, sw);
             int ring = sf_cg_tune("col_ring", 4);
             if (ring < 2) ring = 2;
             if (ring > 8) ring = 8;
@@ -1277,8 +1269,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         k->block = 256;
         k->grid = sf_cg_grid(ntiles);
         if (nchunks > 1) {
-            int64_t ngr = ncb * ceil_div(nchunks, gsz);
-            int64_t nsup = ncb * ceil_div(nchunks, (int64_t)gsz * g2);
+            int64_t ngr = ncb * sf_cg_ceil_div(nchunks, gsz);
+            int64_t nsup = ncb * sf_cg_ceil_div(nchunks, (int64_t)gsz * g2);
             int64_t nst = ntiles + ngr + nsup;
             k->ntiles = ntiles;
             k->scratch_bytes = 16 + nst * w * 2 * sk.tsize; /* self-validating words */
@@ -1311,302 +1303,3 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     return SCANFUSE_OK;
 }
 
-/* ------------------------------------------------------------------------------ */
-/* Reductions                                                                      */
-/* ------------------------------------------------------------------------------ */
-
-typedef struct red_ctx {
-    bool red[SF_MAX_DIMS];
-} red_ctx;
-
-static void red_ld_coord(sf_cg_ectx *e, int d, sf_buf *out) {
-    const red_ctx *u = e->user;
-    if (u->red[d]) sf_buf_printf(out, "r%d", d);
-    else sf_buf_printf(out, "b.c[%d]", d);
-}
-
-static void red_ld_off(sf_cg_ectx *e, int op, sf_buf *out) {
-    const red_ctx *u = e->user;
-    sf_buf_printf(out, "b.o[%d]", op);
-    for (int d = 0; d < e->ndim; d++)
-        if (u->red[d] && e->shape[d] > 1) sf_buf_printf(out, " + r%d * a.st[%d][%d]", d, op, d);
-}
-
-static void red_st_coord(sf_cg_ectx *e, int d, sf_buf *out) {
-    (void)e;
-    sf_buf_printf(out, "c%d", d);
-}
-
-static void red_st_off(sf_cg_ectx *e, int op, sf_buf *out) {
-    static const int dims[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
-    sf_cg_offset(out, "c", op, e->ndim, dims, e->shape);
-}
-
-scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
-    const scanfuse_fusion *f = g->f;
-    const sf_node *n = &f->nodes[anchor];
-    const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
-    if (sf_value_numel(y) == 0) return SCANFUSE_OK;
-    bool arg = n->op == SF_OP_argmax || n->op == SF_OP_argmin;
-    red_ctx u;
-    memset(&u, 0, sizeof u);
-    if (arg) {
-        if (n->a.has_dim && x->ndim > 0) u.red[n->a.dim] = true;
-        else
-            for (int d = 0; d < x->ndim; d++) u.red[d] = true;
-    } else {
-        for (int j = 0; j < n->a.nlist; j++) {
-            if (n->a.list[j] < 0 || n->a.list[j] >= x->ndim) {
-                sf_msg(msg, msglen, "%s: cuda: invalid reduced dim", sf_op_table[n->op].name);
-                return SCANFUSE_ERROR_SHAPE;
-            }
-            u.red[n->a.list[j]] = true;
-        }
-    }
-    int kd[SF_MAX_DIMS], rd[SF_MAX_DIMS], nkd = 0, nrd = 0;
-    int64_t nout = 1, nred = 1;
-    for (int d = 0; d < x->ndim; d++) {
-        if (u.red[d]) {
-            rd[nrd++] = d;
-            nred *= x->shape[d];
-        } else {
-            kd[nkd++] = d;
-            nout *= x->shape[d];
-        }
-    }
-    scanfuse_dtype xdt = x->dtype, dt = y->dtype;
-    scanfuse_dtype cdt = arg ? xdt : dt; /* the dtype elements are compared/summed in */
-    bool fl = sf_dtype_is_float(cdt);
-    const char *op, *elem = "x";
-    int tsize = 8;
-    sf_buf val = {0};
-    switch (n->op) {
-    case SF_OP_sum:
-    case SF_OP_mean:
-        if (fl) {
-            op = "OpSumDD";
-            tsize = 16;
-            elem = "sf_dd_make(x)";
-            /* the value is the result rounded to its dtype (once: sf_dd_fin's round-to-odd
-             * keeps the next rounding single), as an epilogue that reads it (a cast to
-             * bfloat16: RN_bf16(RN_f32(exact))) must see it; a plain store rounds the same */
-            if (n->op == SF_OP_mean)
-                sf_buf_printf(&val, "sf_dd_fin(sf_dd_divn(s, %.17g), %d)", (double)nred,
-                              dt == SCANFUSE_FLOAT64);
-            else
-                sf_buf_printf(&val, "sf_dd_fin(s, %d)", dt == SCANFUSE_FLOAT64);
-        } else {
-            op = "OpSumI";
-        }
-        break;
-    case SF_OP_prod: op = fl ? "OpProdD" : "OpProdI"; break;
-    case SF_OP_max: op = fl ? "OpMaxD" : "OpMaxI"; break;
-    case SF_OP_min: op = fl ? "OpMinD" : "OpMinI"; break;
-    default:
-        op = fl ? (n->op == SF_OP_argmax ? "OpArgD<true>" : "OpArgD<false>")
-                : (n->op == SF_OP_argmax ? "OpArgI<true>" : "OpArgI<false>");
-        tsize = 16;
-        elem = fl ? "sf_vd_make(x, j)" : "sf_vi_make(x, j)";
-        sf_buf_puts(&val, "s.i");
-        break;
-    }
-    if (!val.data) sf_buf_puts(&val, "s");
-
-    sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_RED_THREAD, anchor);
-    int ki = (int)(k - g->pl->k);
-    k->ndim = x->ndim;
-    for (int d = 0; d < x->ndim; d++) k->shape[d] = x->shape[d];
-    k->ndim2 = y->ndim;
-    for (int d = 0; d < y->ndim; d++) k->shape2[d] = y->shape[d];
-
-    int *nodes = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1) * sizeof *nodes);
-    bool *pro = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1));
-    uint8_t *done = sf_malloc((size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    if (!nodes || !pro || !done) {
-        free(nodes);
-        free(pro);
-        free(done);
-        free(val.data);
-        sf_msg(msg, msglen, "cuda: out of memory");
-        return SCANFUSE_ERROR_MEMORY;
-    }
-    int nn = group_nodes(g, nodes);
-    mark_prologue(g, anchor, pro);
-    bool ok = true;
-    /* ld: the prologue at reduced element j of output o (stores of prologue values that
-     * need memory happen here: each element is loaded exactly once) */
-    sf_buf ldb = {0}, stb = {0};
-    sf_cg_ectx e;
-    memset(&e, 0, sizeof e);
-    memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    e.g = g;
-    e.k = k;
-    e.b = &ldb;
-    e.space = 0;
-    e.ndim = k->ndim;
-    e.shape = k->shape;
-    e.coord = red_ld_coord;
-    e.off = red_ld_off;
-    e.user = &u;
-    e.done = done;
-    sf_cg_value(&e, n->in[0]);
-    for (int i = 0; i < nn; i++) {
-        const sf_node *m = &f->nodes[nodes[i]];
-        if (!pro[nodes[i]] || !sf_cg_stored(g, m->out[0])) continue;
-        sf_cg_value(&e, m->out[0]);
-        sf_cg_store(&e, m->out[0]);
-    }
-    ok = ok && !e.overflow;
-    /* st: the epilogue at output o */
-    memset(&e, 0, sizeof e);
-    memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    e.g = g;
-    e.k = k;
-    e.b = &stb;
-    e.space = 1;
-    e.ndim = k->ndim2;
-    e.shape = k->shape2;
-    e.coord = red_st_coord;
-    e.off = red_st_off;
-    e.user = &u;
-    e.done = done;
-    e.nanchor = 1;
-    e.anchor_val[0] = n->out[0];
-    e.anchor_expr[0] = val.data; /* normalized to the result's dtype as it is defined */
-    e.anchor_round[0] = true;
-    for (int i = 0; i < nn; i++) {
-        const sf_node *m = &f->nodes[nodes[i]];
-        if (pro[nodes[i]] || !sf_cg_stored(g, m->out[0])) continue;
-        sf_cg_value(&e, m->out[0]);
-        sf_cg_store(&e, m->out[0]);
-    }
-    ok = ok && !e.overflow;
-    free(nodes);
-    free(pro);
-    free(done);
-    if (!ok) {
-        free(ldb.data);
-        free(stb.data);
-        free(val.data);
-        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
-        return SCANFUSE_ERROR_UNSUPPORTED;
-    }
-
-    sf_buf *src = g->src;
-    char io[32];
-    snprintf(io, sizeof io, "Io_k%d", ki);
-    sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, op);
-    sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
-                  x->ndim > 0 ? x->ndim : 1);
-    sf_buf_puts(src, "static __device__ __forceinline__ void base(const sf_args& a, i64 o, B& b) {\n");
-    sf_cg_coords(src, "c", "o", nkd, kd, x->shape);
-    for (int j = 0; j < nkd; j++) sf_buf_printf(src, "b.c[%d] = c%d;\n", kd[j], kd[j]);
-    for (int q = 0; q < k->nops; q++) {
-        sf_buf_printf(src, "b.o[%d] = ", q);
-        if (k->ops[q].space == 0) sf_cg_offset(src, "c", q, nkd, kd, x->shape);
-        else sf_buf_puts(src, "0");
-        sf_buf_puts(src, ";\n");
-    }
-    sf_buf_puts(src, "(void)a;\n}\n");
-    /* shift: the base of output o + v from output o's, when both lie in one run of the
-     * innermost kept dim (sf_red_thread_v) */
-    int kl = nkd > 0 ? kd[nkd - 1] : 0;
-    sf_buf_puts(src, "static __device__ __forceinline__ void shift(const sf_args& a, B& b, i64 v) {\n");
-    if (nkd > 0) {
-        sf_buf_printf(src, "b.c[%d] += v;\n", kl);
-        for (int q = 0; q < k->nops; q++)
-            if (k->ops[q].space == 0) sf_buf_printf(src, "b.o[%d] += v * a.st[%d][%d];\n", q, q, kl);
-    }
-    sf_buf_puts(src, "(void)a;\n(void)b;\n(void)v;\n}\n");
-    sf_buf_puts(src, "static __device__ __forceinline__ T ld(const sf_args& a, const B& b, i64 j) {\n");
-    sf_cg_coords(src, "r", "j", nrd, rd, x->shape);
-    if (ldb.data) sf_buf_puts(src, ldb.data);
-    sf_buf_printf(src, "const %s x = ", sf_cg_ctype(cdt));
-    char name[24];
-    snprintf(name, sizeof name, "v%d", (int)n->in[0]);
-    sf_cg_conv(src, xdt, cdt, name);
-    sf_buf_printf(src, ";\n(void)j;\nreturn %s;\n}\n", elem);
-    sf_buf_puts(src, "static __device__ __forceinline__ void st(const sf_args& a, i64 o, const T& s) {\n");
-    int yd[SF_MAX_DIMS];
-    for (int d = 0; d < y->ndim; d++) yd[d] = d;
-    sf_cg_coords(src, "c", "o", y->ndim, yd, y->shape);
-    if (stb.data) sf_buf_puts(src, stb.data);
-    sf_buf_puts(src, "(void)a;\n}\n};\n");
-    free(ldb.data);
-    free(stb.data);
-    free(val.data);
-
-    /* the MoE combine's form: a row kernel (cuda_combine.c) */
-    sf_cg_combine cm;
-    if (fl && sf_cg_combine_match(g, anchor, &cm)) return sf_cg_combine_emit(g, k, io, &cm, elem, cdt, msg, msglen);
-    int sms = g->sms > 0 ? g->sms : 132;
-    int last = -1; /* the input's innermost dim of size > 1 */
-    for (int d = x->ndim - 1; d >= 0 && last < 0; d--)
-        if (x->shape[d] > 1) last = d;
-    bool inner = last >= 0 && u.red[last];
-    int64_t nsplit = 1;
-    if (inner && nred <= 2048) {
-        k->kind = SF_CUK_RED_WARP;
-        int64_t blocks = ceil_div(nout, 8);
-        k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_block<%s::Op, %s, 32>(a, %lldll, %lldll, 1);\n}\n\n",
-                      ki, io, io, (long long)nout, (long long)nred);
-    } else if (inner) {
-        k->kind = SF_CUK_RED_BLOCK;
-        if (nout < (int64_t)sms * 4) {
-            nsplit = ceil_div((int64_t)sms * 8, nout);
-            int64_t most = ceil_div(nred, 8192);
-            if (nsplit > most) nsplit = most;
-            if (nsplit < 1) nsplit = 1;
-        }
-        k->grid = sf_cg_grid(nout * nsplit);
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_block<%s::Op, %s, 256>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
-    } else {
-        k->kind = SF_CUK_RED_THREAD;
-        /* V outputs a thread when there are outputs enough that no split is needed:
-         * V * (the narrowest operand's size) = 16 bytes in flight per output run */
-        int narrow = 8;
-        for (int q = 0; q < k->nops; q++) {
-            int sz = (int)scanfuse_dtype_size(f->values[k->ops[q].value].dtype);
-            if (k->ops[q].space == 0 && sz < narrow) narrow = sz;
-        }
-        int V = 16 / narrow > 8 ? 8 : 16 / narrow;
-        if (nkd > 0 && V > 1 && x->shape[kl] % V == 0 && nout >= (int64_t)sms * 1024 &&
-            sf_cg_tune("red_v", 1)) {
-            k->grid = sf_cg_grid(ceil_div(nout / V, 256));
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                          "sf_red_thread_v<%s::Op, %s, %d>(a, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, V, (long long)nout, (long long)nred);
-            return SCANFUSE_OK;
-        }
-        if (nout < (int64_t)sms * 1024) {
-            nsplit = ceil_div((int64_t)sms * 2048, nout);
-            int64_t most = ceil_div(nred, 64);
-            if (nsplit > most) nsplit = most;
-            if (nsplit < 1) nsplit = 1;
-        }
-        k->grid = sf_cg_grid(ceil_div(nout * nsplit, 256));
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_thread<%s::Op, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
-    }
-    if (nsplit > 1) {
-        k->scratch_bytes = nout * nsplit * tsize;
-        sf_cuda_kernel *k2 = sf_cg_twin_kernel(g, ki, SF_CUK_RED_FINISH);
-        k = &g->pl->k[ki];
-        k2->grid = sf_cg_grid(ceil_div(nout, 256));
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_finish<%s::Op, %s>(a, %lldll, %lldll, %s);\n}\n\n",
-                      ki + 1, io, io, (long long)nout, (long long)nsplit,
-                      k->kind == SF_CUK_RED_BLOCK ? "true" : "false");
-    }
-    return SCANFUSE_OK;
-}

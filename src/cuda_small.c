@@ -525,8 +525,6 @@ typedef struct small_node {
     bool folded;    /* PH_PERM written by its input's counting sort */
 } small_node;
 
-static const int small_dims[SF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
-
 /* One phase of the block: a sub-kernel's call, and the memory it touches.  Phases that
  * touch nothing another one writes run back to back without a barrier between them
  * (levels, below). */
@@ -931,9 +929,9 @@ static scanfuse_status small_group(sf_cg *g, const int *nodes, int n, bool part,
                               "v[u] = -1;\n"
                               "if (i < %lldll) {\n",
                               (long long)C, (long long)N, (long long)N);
-                sf_cg_coords(t, "c", "i", x->ndim, small_dims, x->shape);
+                sf_cg_coords(t, "c", "i", x->ndim, sf_cg_iota_dims, x->shape);
                 sf_buf_printf(t, "v[u] = sf_ld_%s(a.ptr[%d], ", sf_cg_sfx(x->dtype), ox);
-                sf_cg_offset(t, "c", ox, x->ndim, small_dims, x->shape);
+                sf_cg_offset(t, "c", ox, x->ndim, sf_cg_iota_dims, x->shape);
                 sf_buf_printf(t,
                               ");\n}\n}\n"
                               "#pragma unroll\n"
