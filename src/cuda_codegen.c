@@ -45,8 +45,8 @@ static void elem_off(sf_cg_ectx *e, int op, sf_buf *out) {
     sf_buf_printf(out, "o%d", op);
 }
 
-static void ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint8_t *done,
-                      int space) {
+void sf_cg_ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint8_t *done,
+                     int space) {
     memset(e, 0, sizeof *e);
     e->g = g;
     e->k = k;
@@ -72,7 +72,7 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
     if (!done) return false;
     sf_buf bb = {0};
     sf_cg_ectx e;
-    ectx_init(&e, g, k, &bb, done, 0);
+    sf_cg_ectx_init(&e, g, k, &bb, done, 0);
     e.coord = elem_coord;
     e.off = elem_off;
     body(&e, arg);

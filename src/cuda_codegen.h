@@ -224,6 +224,11 @@ void sf_cg_coords(sf_buf *b, const char *prefix, const char *idx, int n, const i
 /* "c<d> * a.st[k][d] + ..." over dims[0..n) with shape > 1 ("0" when none). */
 void sf_cg_offset(sf_buf *b, const char *prefix, int k, int n, const int *dims,
                   const int64_t *shape);
+/* Resets e for emitting into b the code of kernel k in its space (0: the iteration
+ * space, ndim/shape; 1: the second, ndim2/shape2), with done (one flag a value of the
+ * fusion) cleared; the caller sets the coordinate and offset namers. */
+void sf_cg_ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint8_t *done,
+                     int space);
 /* ceil(a / b) for b > 0; 0 for b <= 0. */
 static inline int64_t sf_cg_ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 /* The nodes of the segment being emitted (g->in_seg), in order, into out; their count. */

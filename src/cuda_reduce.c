@@ -141,18 +141,10 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
      * need memory happen here: each element is loaded exactly once) */
     sf_buf ldb = {0}, stb = {0};
     sf_cg_ectx e;
-    memset(&e, 0, sizeof e);
-    memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    e.g = g;
-    e.k = k;
-    e.b = &ldb;
-    e.space = 0;
-    e.ndim = k->ndim;
-    e.shape = k->shape;
+    sf_cg_ectx_init(&e, g, k, &ldb, done, 0);
     e.coord = red_ld_coord;
     e.off = red_ld_off;
     e.user = &u;
-    e.done = done;
     sf_cg_value(&e, n->in[0]);
     for (int i = 0; i < nn; i++) {
         const sf_node *m = &f->nodes[nodes[i]];
@@ -162,18 +154,10 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     }
     ok = ok && !e.overflow;
     /* st: the epilogue at output o */
-    memset(&e, 0, sizeof e);
-    memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    e.g = g;
-    e.k = k;
-    e.b = &stb;
-    e.space = 1;
-    e.ndim = k->ndim2;
-    e.shape = k->shape2;
+    sf_cg_ectx_init(&e, g, k, &stb, done, 1);
     e.coord = red_st_coord;
     e.off = red_st_off;
     e.user = &u;
-    e.done = done;
     e.nanchor = 1;
     e.anchor_val[0] = n->out[0];
     e.anchor_expr[0] = val.data; /* normalized to the result's dtype as it is defined */

@@ -547,19 +547,11 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         bool vec = pass == 1 || pass == 3, isst = pass >= 2;
         sf_buf *b = pass == 0 ? &ldb : pass == 1 ? &ldv : pass == 2 ? &stb : &stv;
         sf_cg_ectx e;
-        memset(&e, 0, sizeof e);
-        memset(done, 0, (size_t)(f->nvalues > 0 ? f->nvalues : 1));
-        e.g = g;
-        e.k = k;
-        e.b = b;
-        e.space = 0;
-        e.ndim = k->ndim;
-        e.shape = k->shape;
+        sf_cg_ectx_init(&e, g, k, b, done, 0);
         e.coord = scan_coord;
         e.off = scan_off;
         e.user = &u;
         e.vec = vec;
-        e.done = done;
         if (!isst) {
             sf_cg_value(&e, n->in[0]);
             sf_buf_printf(b, "const %s x = ", sf_cg_ctype(dt));
