@@ -124,7 +124,6 @@ static void scan_off(sf_cg_ectx *e, int op, sf_buf *out) {
 typedef struct scan_kind {
     char op[64];      /* the operator struct */
     int tsize;        /* bytes of its state */
-    int64_t max_chain; /* the longest chain of adds a kernel may carry a prefix along (0: any) */
     const char *elem; /* the element from "x" (the converted input) and "p" */
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
@@ -145,12 +144,9 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
          * sum|x| (DESIGN.md §1 asks 2^-40; the CPU carries blocks in double-double).  In
          * double-double (f64_dd=1, as before) the states are twice as wide and every
          * fold ~20 double operations: H200, NOTES session 24, 1-D 2^27 at 0.31 of copy,
-         * bound by the arithmetic.  The column stream kernel carries a column's prefix
-         * chunk after chunk, so its chains are bounded by max_chain: at most 512 chunks
-         * for float64; for narrower floats 2048 (with a chunk's own steps and row groups,
-         * at most 2120 adds: within 2^-41.9 * sum|x| in double, so the output's rounding
-         * keeps it within 1 ulp or 2^-40 * sum|x|, DESIGN.md §1). */
-        if (fl) sk->max_chain = dt == SCANFUSE_FLOAT64 ? 512 : 2048;
+         * bound by the arithmetic.  The column stream kernel carries a column's prefix in
+         * three levels (sf_col_stream_scan): its outputs are at most about 600 + nchunks /
+         * 65536 adds deep. */
         if (dt == SCANFUSE_FLOAT64 && sf_cg_tune("f64_dd", 0) == 1) {
             snprintf(sk->op, sizeof sk->op, "OpSumDD");
             sk->tsize = 16;
@@ -316,9 +312,13 @@ static void emit_col_stage(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_
 /* Column scans with no look-back (the default for grids of about a column block an SM,
  * below; bench/NOTES.md session 18): a block owns W columns and streams their chunks of
  * RG*L steps in scan order through a ring of S stages in dynamic shared memory
- * (cp.async groups), carrying each column's prefix from chunk to chunk.  No ticket, no published states, no waits
- * on other blocks; the fold of a chunk has a fixed shape (each row group's L steps in
- * order, then the row groups in order after the carry), so the same bits on every run.
+ * (cp.async groups), carrying each column's prefix from chunk to chunk.  No ticket, no
+ * published states, no waits on other blocks; the fold of a chunk has a fixed shape
+ * (each row group's L steps in order, the row groups before it in order, then the
+ * carry's three levels), so the same bits on every run.  An output is the fold of at
+ * most L + RG + 2*255 + 3 + L operations plus one a 65536 chunks (about 600 for any
+ * practical column; a single carry chunk after chunk was nchunks * RG deep, which broke
+ * the 2^-40 * sum|x| bound of float sums, DESIGN.md §1, past ~16384 chunks).
  * Emitted into a kernel's source only when chosen, so the other kernels' text, and
  * their cache keys, stay as they were.  Pass one and the output step repeat those of
  * sf_col_tile_scan's staged tile; sharing them would put a helper in the prelude and
@@ -367,7 +367,12 @@ static const char *const col_stream_skeleton[] = {
     "            if (issue(q)) stgm |= 1u << q;",
     "            sf_cp_commit();",
     "        }",
-    "        T carry = Op::id();",
+    "        /* the prefix of the chunks before, carried in three levels so that its chain",
+    "         * of operations stays short for any column length: c0 folds the totals of the",
+    "         * chunks since the last multiple of 256, c1 those runs of 256 since the last",
+    "         * multiple of 65536, c2 the runs of 65536 (the prefix before chunk ch is",
+    "         * (c2 (+) c1) (+) c0: at most nchunks/65536 + 2*255 + 2 operations deep) */",
+    "        T c0 = Op::id(), c1 = Op::id(), c2 = Op::id();",
     "        for (i64 ch = 0; ch < nchunks; ++ch) {",
     "            sf_cp_wait_group<PF - 1>(); /* this thread's copies of chunk ch are in */",
     "            __syncthreads(); /* everyone's; and chunk ch - 1's stage and s_x are free */",
@@ -405,18 +410,28 @@ static const char *const col_stream_skeleton[] = {
     "                if (issue(ch + S)) stgm |= 1u << sl;",
     "                sf_cp_commit();",
     "            }",
-    "            /* run: the chunks before, then the row groups before this one; tot: all of",
-    "             * them.  One fold in every row group, its RG reads issued together */",
+    "            /* run: the chunks before (+) the row groups before this one in the chunk;",
+    "             * tot: the chunk's row groups, folded apart from the carry.  One fold in",
+    "             * every row group, its RG reads issued together */",
     "            T xs[RG];",
     "#pragma unroll",
     "            for (int k = 0; k < RG; ++k) xs[k] = s_x[k][c];",
-    "            T run = carry, tot = carry;",
+    "            T below = Op::id(), tot = Op::id();",
     "#pragma unroll",
     "            for (int k = 0; k < RG; ++k) {",
-    "                if (k == rg) run = tot;",
+    "                if (k == rg) below = tot;",
     "                tot = Op::op(tot, xs[k]);",
     "            }",
-    "            carry = tot;",
+    "            T run = Op::op(Op::op(Op::op(c2, c1), c0), below);",
+    "            c0 = Op::op(c0, tot);",
+    "            if ((ch & 255) == 255) {",
+    "                c1 = Op::op(c1, c0);",
+    "                c0 = Op::id();",
+    "                if ((ch & 65535) == 65535) {",
+    "                    c2 = Op::op(c2, c1);",
+    "                    c1 = Op::id();",
+    "                }",
+    "            }",
     "            auto put = [&](int k, const T& x) {",
     "                if (EXCL) {",
     "                    Io::st(a, b, len, t0 + k, run);",
@@ -1200,10 +1215,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* The stream kernel's geometry.  16-bit inputs in grids of about a block of 64
          * columns an SM or more: blocks of 64 columns (a whole 128-byte line of each row,
          * one block an SM where blocks of 32 made two): bfloat16 [8192, 8192] dim 0 90.9
-         * -> 80.6-81.3 us (NOTES session 19, run 3).  Its block carries a column's prefix
-         * from chunk to chunk, a chain of nch adds: where the accuracy bound limits the
-         * chain (sk.max_chain), longer columns take the tile kernel, whose look-back
-         * groups bound it. */
+         * -> 80.6-81.3 us (NOTES session 19, run 3). */
         int sw = w;
         if (sf_cg_tune("col_w", 0) == 0 && inb == 2 && sf_cg_ceil_div(ncols, 64) * 8 >= 7 * (int64_t)sms) sw = 64;
         const int srg = 256 / sw;
@@ -1211,8 +1223,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (lt > 0 && lt < ls) ls = lt;
         while ((int64_t)srg * ls * sw * inb > 16384 && ls > 1) ls /= 2;
         const int64_t nch = sf_cg_ceil_div(len, (int64_t)srg * ls);
-        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1 &&
-            (sk.max_chain == 0 || nch <= sk.max_chain)) {
+        if (sf_cg_tune("col_stream", wide ? 1 : 0) == 1 && stage && sk.tsize <= 8 && nchunks > 1) {
             const int64_t sncb = sf_cg_ceil_div(ncols, sw);
             int ring = sf_cg_tune("col_ring", 4);
             if (ring < 2) ring = 2;

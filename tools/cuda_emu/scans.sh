@@ -38,6 +38,9 @@ printf 'input c: uint8[2, 40001]\ninput d: int64[2, 40001]\ninput e: int32[2, 40
 # float64 sums (in double since session 24) on rows and columns
 printf 'input x: float64[3, 20001]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/f64rows.sf"
 printf 'input x: float64[2048, 40]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/f64col.sf"
+# the stream column kernel's carry past a run of 256 chunks (263 chunks of 8 rows under
+# col_l=1; its next level, past 65536 chunks, runs in test_cuda on the GPU)
+printf 'input x: float32[2100, 64]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/colc.sf"
 fail=0
 n=0
 # emu PROG TUNE [irange ties seed noflags]: one run of PROG's first block scan kernel
@@ -124,10 +127,12 @@ for spec in "cummax pdl=1" "cummax lb_ticket=0" "col3b pdl=1" "f16 pdl=1" "b16 p
             "rkb row_rake=2" "rk32 row_rake=2" "auto2 pdl=1"; do
     for args in "0 1 7 0" "0 0 8 1"; do emu $spec $args; done
 done
-# float64 sums: integer-valued inputs (ties=2; random float64 sums in double round
-# differently from the exact reference) and the special values, contiguous and strided
+# float64 sums (and the float32 stream carry): integer-valued inputs (ties=2; random
+# sums in double round differently from the exact reference) and the special values,
+# contiguous and strided
 for spec in "f64rows pdl=1" "f64rows row_g=2,row_g2=3,row_items=1" "f64rows row_rake=2" "f64rows f64_dd=1" \
-            "f64col pdl=1" "f64col col_stage=0" "f64col f64_dd=1"; do
+            "f64col pdl=1" "f64col col_stage=0" "f64col f64_dd=1" "colc col_stream=1,col_l=1" \
+            "f64col col_stream=1,col_l=1"; do
     for args in "0 2 9 0" "0 2 10 1" "0 1 11 0"; do emu $spec $args; done
 done
 echo "cuda_emu scans: $n runs, $fail failed"
