@@ -127,6 +127,7 @@ typedef struct scan_kind {
     const char *elem; /* the element from "x" (the converted input) and "p" */
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
+    bool comm;        /* the prelude's sf_comm<op> holds (sums, products, logcumsumexp) */
 } scan_kind;
 
 static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
@@ -135,6 +136,7 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     sk->tsize = 8;
     sk->elem = "x";
     sk->val = "s";
+    sk->comm = n->op == SF_OP_cumsum || n->op == SF_OP_cumprod || n->op == SF_OP_logcumsumexp;
     switch (n->op) {
     case SF_OP_cumsum:
         /* float64 sums in double: every output is a fold of its inputs of bounded depth
@@ -1107,7 +1109,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * 0.76-0.78 -> 0.78-0.81, float32 [32, 2^20] 0.78 -> 0.83; 5 measured level or
          * slower for the 1-D float32, float16 and int32 -> int64 strips (the last stops
          * spilling too) and the raked float16 rows [32, 2^20]. */
-        bool lb5 = lb && stage && ((rake && inb == 4) || (!rake && inb == 8 && widest(g->f, k) == 8));
+        /* Unraked look-back tiles of strips of 4 steps a lane (1-D float32) whose tile
+         * aggregate can be published early (sf_comm: sums, products, logcumsumexp): 5
+         * blocks an SM with the early aggregate (below).  H200, NOTES session 24 runs 2
+         * and 6 and session 25 run 2, against 6 blocks without it in the same runs:
+         * 2^28 float32 +1 %, +2 %, +2 % (0.82 -> 0.84 of copy), 2^26 -2 %, +1 %, +0.3 %. */
+        bool e45 = lb && stage && !rake && vec == 4 && sk.comm;
+        bool lb5 = lb && stage && ((rake && inb == 4) || (!rake && inb == 8 && widest(g->f, k) == 8) || e45);
         int minb = sf_cg_tune("row_minb", (stage && !lb && nbc > 0) || lb5 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
@@ -1140,10 +1148,11 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * 0.82, int64 level (0.83); float32 lost (0.82 -> 0.80, 2^26 0.79 -> 0.70, 2^25
          * 0.75-0.76 -> 0.65-0.70; its phase trace showed the look-back 1.3 us shorter
          * and the loads and pass two as much longer, not why), so strips of 4 steps a
-         * lane (4-byte operands) keep the aggregate after the scans.  lb_early=0 / 1:
-         * never / always. */
+         * lane (4-byte operands) keep the aggregate after the scans at 6 blocks an SM;
+         * at 5 (e45 above, the default for them since session 25) they publish it early
+         * too.  lb_early=0 / 1: never / always. */
         int lbe = sf_cg_tune("lb_early", -1);
-        bool early = lb && (lbe == 1 || (lbe < 0 && vec != 4));
+        bool early = lb && (lbe == 1 || (lbe < 0 && (vec != 4 || (e45 && minb == 5))));
         if (rake) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
