@@ -630,13 +630,13 @@ static void build_programs(void) {
     prog_raw("input x: uint8[1500, 96]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "output y, z\n", T_SUM)->tune = "col_stream=1";
     /* ... chunks of 8 rows (col_l=1), so the carry's levels turn over: 263 chunks of
-     * float32 and float64 (past a run of 256), 65538 of int64 (past a run of 65536;
-     * 8 columns: a partial column block, read from global memory) and 2049 of 32 int64
-     * columns (staged) */
+     * float32 and float64 (past a run of 256; every scan op of float64, whose sums in
+     * double need the magnitudes that T_SUM's 2^-40 * sum|x| is measured by), 65538 of
+     * int64 (past a run of 65536; 8 columns: a partial column block, read from global
+     * memory) and 2049 of 32 int64 columns (staged) */
     prog_raw("input x: float32[2100, 64]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "output y, z\n", T_SUM)->tune = "col_stream=1,col_l=1";
-    prog_raw("input x: float64[2100, 64]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
-             "output y, z\n", T_SUM)->tune = "col_stream=1,col_l=1";
+    prog_scans(SCANFUSE_FLOAT64, S2(2100, 64), 0, "col_stream=1,col_l=1", G_DEFAULT);
     prog_raw("input x: int64[524300, 8]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\n"
              "output y, z\n", T_SUM)->tune = "col_stream=1,col_l=1";
     prog_raw("input x: int64[16390, 32]\ny = cumsum(x, dim=0)\nz = cumprod(x, dim=0, reverse=true)\n"
