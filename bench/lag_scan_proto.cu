@@ -3,19 +3,23 @@
 // its look-back.  Each block of a grid of co-resident blocks takes tiles in a static
 // order (tile b + k * grid at step k) and, at step k:
 //   1. issues the loads of its new tile (step k, from DRAM, by cp.async into a shared
-//      stage) and of its old tile (step k - D, read a second time into registers: an
-//      L2 hit if the L2 still holds it);
-//   2. folds the new tile and publishes its aggregate A (never waits);
-//   3. group duty: if its tile of step k - 1 was the last of a group of G tiles, it
+//      stage; PF: the next step's tile too) and of its old tile (step k - D, read a
+//      second time, into registers: an L2 hit if the L2 still holds it), and the first
+//      polls of the states the old tile's prefix needs;
+//   2. group duty: if its tile of step k - 1 was the last of a group of G tiles, it
 //      folds that group's aggregates (published at steps <= k - 1) and publishes GA;
+//   3. folds the new tile and, after the block's first barrier, publishes its
+//      aggregate A;
 //   4. phase two for the old tile: its exclusive prefix by the fixed formula of
 //      scanfuse's look-back (SP of the super-group before, the GA of the groups of its
 //      super-group before its own, the A of the tiles of its group before it), folded
 //      in a fixed shape, so the same bits on every run; then the tile's scan and stores.
-// Every wait is for states of smaller tiles published at earlier steps, or (SP) of a
-// smaller tile in phase two, so nothing waits on itself; the grid must be co-resident
-// (the occupancy calculator sizes it; a product would use a cooperative launch or
-// tickets).  scanfuse's kernels (sf_row_scan) instead hold the tile's stage in shared
+// A new tile's aggregate waits only for the polls of 2 and 4, whose states come from
+// earlier steps (D >= 2); the super-group prefix, read after the barrier, from a smaller
+// tile's phase two.  So every wait is on something published before it, and nothing
+// waits on itself; the grid must be co-resident for the static order (the occupancy
+// calculator sizes it; a product would use a cooperative launch or tickets).
+// scanfuse's kernels (sf_row_scan) instead hold the tile's stage in shared
 // memory from its loads until its prefix is known, about half of a tile's life
 // (bench/NOTES.md, sessions 8-13): this measures what freeing it is worth.
 // Prototype limits: n a multiple of the tile; float32 only.
@@ -100,7 +104,8 @@ __global__ void __launch_bounds__(THREADS, MINB)
     constexpr int K = ITEMS / 4, TS = THREADS * ITEMS; /* float4 strips a thread */
     static_assert(PF || !OSTG, "the old tile staged only beside the prefetch (the order of the copy groups)");
     static_assert(!(PO && OSTG), "PO: the old tile in registers, loaded a step ahead");
-    /* tile numbers in 32 bits (ntiles < 2^31: the host checks) */
+    static_assert(D >= 2, "a new tile's aggregate waits for the polls of the old tile's prefix");
+    /* tile numbers in 32 bits (the sizes here are at most 2^30 elements) */
     const int ngroups = (int)((ntiles + G - 1) / G);
     u64 *A = st, *GA = A + 2 * ntiles, *SP = GA + 2 * ngroups;
     static_assert(K * NW <= 32, "one warp scans the (strip, warp) totals");
@@ -165,7 +170,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
             if (pw) plo = ld_rlx(pw), phi = ld_rlx(pw + 1);
             if (tid == 0 && s > 0) slo = ld_rlx(SP + 2 * (s - 1)), shi = ld_rlx(SP + 2 * (s - 1) + 1);
         }
-        /* 3. group duty for the tile of step k - 1 (once in G steps of a block; its loads
+        /* 2. group duty for the tile of step k - 1 (once in G steps of a block; its loads
          * above are in flight meanwhile) */
         if (tl >= 0 && (tl % G == G - 1) && tl + 1 < nt) {
             const int gd = tl / G;
@@ -173,7 +178,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
             const double ga = block_fold(a, s_w, &s_one);
             if (tid == 0) pub(GA + 2 * gd, ga, ep);
         }
-        /* 2. the new tile's fold: each warp's, into s_w1 (the block's after barrier 1) */
+        /* 3. the new tile's fold: each warp's, into s_w1 (the block's after barrier 1) */
         if (tn >= 0) {
             /* this thread's own copies of the new tile (the groups committed after
              * them: the old tile's, PF's next tile, may stay in flight) */
@@ -269,6 +274,10 @@ template <int ITEMS, int D, int MINB, bool OSTG, bool PF, bool PO = false>
 static void launch_v(const float *x, float *y, i64 n, u64 *st, u32 ep, int *grid_out, int *tile_out) {
     constexpr int TS = THREADS * ITEMS;
     const i64 ntiles = n / TS;
+    if (n % TS) {
+        fprintf(stderr, "lag_scan_proto: %lld elements are not whole tiles of %d\n", n, TS);
+        exit(1);
+    }
     static int grid = 0;
     if (!grid) {
         int per = 0, sms = 0, dev = 0;
