@@ -265,6 +265,144 @@ __global__ void __launch_bounds__(THREADS, MINB)
     }
 }
 
+// reg_scan: the waiting tiles held in registers instead of read again.  A ring of NS
+// stages takes the new tiles' copies NS - 1 steps ahead; at step k the block folds tile
+// k from its stage and publishes its aggregate, copies its own float4s of it into
+// registers (which frees the stage for tile k + NS - 1 without a barrier: each thread
+// reads only what its own copies wrote), and writes tile k - D from registers once its
+// prefix is known.  An SM's tiles then wait in the register file while its shared
+// memory keeps loading (session 26, NOTES entry 3).  The same states, formula and
+// folds as lag_scan, so the same kind of check; D >= 1 (the group duty comes first in
+// a step, so a step's waits are on earlier steps' states, or a smaller tile's SP).
+template <int ITEMS, int D, int NS, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
+    reg_scan(const float *__restrict__ x, float *__restrict__ y, i64 ntiles, u64 *st, u32 ep) {
+    constexpr int K = ITEMS / 4, TS = THREADS * ITEMS;
+    static_assert(D >= 1 && NS >= 2 && NS <= 4, "a lag of at least one step; 2 to 4 stages");
+    static_assert(K * NW <= 32, "one warp scans the (strip, warp) totals");
+    const int ngroups = (int)((ntiles + G - 1) / G);
+    u64 *A = st, *GA = A + 2 * ntiles, *SP = GA + 2 * ngroups;
+    __shared__ double s_w[NW], s_w1[NW], s_one, s_off[K][NW], s_sw[K][NW];
+    __shared__ float4 s_x[NS][K * THREADS];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int nt = (int)ntiles, grid = gridDim.x, nit = (nt - (int)blockIdx.x + grid - 1) / grid;
+    float4 h[D][K]; /* h[d]: the tile of step k - 1 - d, kept for its phase two */
+    auto copy_in = [&](int step) { /* the copies of this block's tile of `step`, a group */
+        if (step < nit) {
+            const float4 *p = (const float4 *)(x + (i64)((int)blockIdx.x + step * grid) * TS) + tid;
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                const u32 d = (u32)__cvta_generic_to_shared(&s_x[step % NS][j * THREADS + tid]);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(p + j * THREADS) : "memory");
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory"); /* (empty groups count too) */
+    };
+    for (int q = 0; q < NS - 1; ++q) copy_in(q);
+    for (int k = 0; k < nit + D; ++k) {
+        const int tn = k < nit ? (int)blockIdx.x + k * grid : -1;
+        const int to = k >= D ? (int)blockIdx.x + (k - D) * grid : -1;
+        const int tl = k >= 1 && k - 1 < nit ? (int)blockIdx.x + (k - 1) * grid : -1;
+        /* the stage of step k - 1's tile is free (its float4s went to registers): tile
+         * k + NS - 1 goes there */
+        copy_in(k + NS - 1);
+        int g = 0, ji = 0, s = 0, gi = 0;
+        const u64 *pw = nullptr;
+        u64 plo = 0, phi = 0, slo = 0, shi = 0;
+        if (to >= 0) { /* the first polls of the old tile's states */
+            g = to / G, ji = to - g * G, s = g / G2, gi = g - s * G2;
+            if (tid < G) {
+                if (tid < ji) pw = A + 2 * (g * G + tid);
+            } else if (tid - G < gi) {
+                pw = GA + 2 * (s * G2 + (tid - G));
+            }
+            if (pw) plo = ld_rlx(pw), phi = ld_rlx(pw + 1);
+            if (tid == 0 && s > 0) slo = ld_rlx(SP + 2 * (s - 1)), shi = ld_rlx(SP + 2 * (s - 1) + 1);
+        }
+        if (tl >= 0 && (tl % G == G - 1) && tl + 1 < nt) { /* group duty */
+            const int gd = tl / G;
+            const double a = tid < G ? take(A + 2 * (gd * G + tid), ep) : 0.0;
+            const double ga = block_fold(a, s_w, &s_one);
+            if (tid == 0) pub(GA + 2 * gd, ga, ep);
+        }
+        float4 hn[K];
+        if (tn >= 0) { /* tile k: this thread's copies landed (the NS - 1 groups after may not) */
+            if (NS == 2) asm volatile("cp.async.wait_group 1;" ::: "memory");
+            else if (NS == 3) asm volatile("cp.async.wait_group 2;" ::: "memory");
+            else asm volatile("cp.async.wait_group 3;" ::: "memory");
+            double f = 0.0;
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                hn[j] = s_x[k % NS][j * THREADS + tid];
+                f += ((double)hn[j].x + (double)hn[j].y) + ((double)hn[j].z + (double)hn[j].w);
+            }
+            const double wf = warp_fold(f);
+            if (lane == 0) s_w1[warp] = wf;
+        }
+        double lex[K];
+        if (to >= 0) {
+            const double a = pw ? take_from(pw, ep, plo, phi) : 0.0;
+            const double wf = warp_fold(a);
+            if (lane == 0) s_w[warp] = wf;
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                const float4 v = h[D - 1][j];
+                const double sj = ((double)v.x + (double)v.y) + ((double)v.z + (double)v.w);
+                const double inc = warp_incl(sj, lane);
+                lex[j] = __shfl_up_sync(0xffffffffu, inc, 1);
+                if (lane == 31) s_sw[j][warp] = inc;
+            }
+        }
+        __syncthreads(); /* barrier 1 */
+        if (warp == 0 && tn >= 0) {
+            const double agg = warp_fold(lane < NW ? s_w1[lane] : 0.0);
+            if (lane == 0) pub(A + 2 * tn, agg, ep);
+        }
+        if (warp == 1 && to >= 0) {
+            double pre = 0.0;
+            if (lane == 0) {
+                double SA = s_w[0], SG = s_w[NW / 2];
+                for (int w = 1; w < NW / 2; ++w) SA += s_w[w];
+                for (int w = NW / 2 + 1; w < NW; ++w) SG += s_w[w];
+                pre = SG;
+                if (s > 0) pre = take_from(SP + 2 * (s - 1), ep, slo, shi) + SG;
+                pre = pre + SA;
+                if (ji == G - 1 && gi == G2 - 1 && to + 1 < nt)
+                    pub(SP + 2 * s, pre + take(A + 2 * to, ep), ep);
+            }
+            pre = __shfl_sync(0xffffffffu, pre, 0);
+            const double v = lane < K * NW ? s_sw[lane / NW][lane % NW] : 0.0;
+            const double inc = warp_incl(v, lane), exc = __shfl_up_sync(0xffffffffu, inc, 1);
+            if (lane < K * NW) s_off[lane / NW][lane % NW] = lane ? pre + exc : pre;
+        }
+        __syncthreads(); /* barrier 2 */
+        if (to >= 0) {
+            float4 *qo = (float4 *)(y + (i64)to * TS) + tid;
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                const float4 u = h[D - 1][j];
+                double r = lane ? s_off[j][warp] + lex[j] : s_off[j][warp];
+                float4 v;
+                r = r + (double)u.x;
+                v.x = (float)r;
+                r = r + (double)u.y;
+                v.y = (float)r;
+                r = r + (double)u.z;
+                v.z = (float)r;
+                r = r + (double)u.w;
+                v.w = (float)r;
+                __stcs(qo + j * THREADS, v);
+            }
+        }
+#pragma unroll
+        for (int d = D - 1; d > 0; --d)
+#pragma unroll
+            for (int j = 0; j < K; ++j) h[d][j] = h[d - 1][j];
+#pragma unroll
+        for (int j = 0; j < K; ++j) h[0][j] = hn[j];
+    }
+}
+
 struct variant {
     const char *name;
     void (*launch)(const float *, float *, i64 n, u64 *, u32, int *grid, int *tile);
@@ -292,15 +430,37 @@ static void launch_v(const float *x, float *y, i64 n, u64 *st, u32 ep, int *grid
     if (tile_out) *tile_out = TS;
 }
 
+template <int ITEMS, int D, int NS, int MINB>
+static void launch_r(const float *x, float *y, i64 n, u64 *st, u32 ep, int *grid_out, int *tile_out) {
+    constexpr int TS = THREADS * ITEMS;
+    const i64 ntiles = n / TS;
+    if (n % TS) {
+        fprintf(stderr, "lag_scan_proto: %lld elements are not whole tiles of %d\n", n, TS);
+        exit(1);
+    }
+    static int grid = 0;
+    if (!grid) {
+        int per = 0, sms = 0, dev = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, reg_scan<ITEMS, D, NS, MINB>, THREADS, 0));
+        grid = per * sms;
+    }
+    const int g = (int)std::min<i64>(grid, ntiles);
+    reg_scan<ITEMS, D, NS, MINB><<<g, THREADS>>>(x, y, ntiles, st, ep);
+    if (grid_out) *grid_out = g;
+    if (tile_out) *tile_out = TS;
+}
+
 static const variant variants[] = {
     {"i16_lag2_4blk", launch_v<16, 2, 4, false, false>},
-    {"i16_lag3_4blk", launch_v<16, 3, 4, false, false>},
-    {"i16_lag2_5blk", launch_v<16, 2, 5, false, false>},
-    {"i16_lag2_3blk_pf", launch_v<16, 2, 3, false, true>},
-    {"i16_lag2_4blk_pf", launch_v<16, 2, 4, false, true>},
-    {"i8_lag3_6blk", launch_v<8, 3, 6, false, false>},
-    {"i8_lag2_8blk", launch_v<8, 2, 8, false, false>},
-    {"i16_lag2_4blk_pf_po", launch_v<16, 2, 4, false, true, true>},
+    {"reg_i16_d1_s2_3blk", launch_r<16, 1, 2, 3>},
+    {"reg_i16_d1_s2_4blk", launch_r<16, 1, 2, 4>},
+    {"reg_i8_d1_s3_4blk", launch_r<8, 1, 3, 4>},
+    {"reg_i8_d1_s3_5blk", launch_r<8, 1, 3, 5>},
+    {"reg_i8_d2_s3_4blk", launch_r<8, 2, 3, 4>},
+    {"reg_i8_d1_s4_4blk", launch_r<8, 1, 4, 4>},
+    {"reg_i16_d2_s2_2blk", launch_r<16, 2, 2, 2>},
 };
 
 static double median(std::vector<float> v) {
