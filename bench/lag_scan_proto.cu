@@ -22,6 +22,7 @@
 // scanfuse's kernels (sf_row_scan) instead hold the tile's stage in shared
 // memory from its loads until its prefix is known, about half of a tile's life
 // (bench/NOTES.md, sessions 8-13): this measures what freeing it is worth.
+// reg_scan (below) holds the waiting tiles in registers instead of reading them again.
 // Prototype limits: n a multiple of the tile; float32 only.
 //   nvcc -std=c++17 -O3 -arch=sm_90 bench/lag_scan_proto.cu -o build/lag_scan_proto
 //   lag_scan_proto [--json FILE] [--only VARIANT] [--log2n N]
