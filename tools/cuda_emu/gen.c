@@ -94,6 +94,24 @@ int main(int argc, char **argv) {
         char nm[64]; snprintf(nm, sizeof nm, "v%d.ref", f->outputs[i]);
         wfile(dir, nm, tout[i].data, (size_t)sf_value_numel(v) * scanfuse_dtype_size(v->dtype));
     }
+    /* EMU_MAG=1 (sum programs): the program run again on |x| gives each float64 output's
+     * magnitude, the sum|x| that the harness's tolerance for float64 sums (summed in
+     * double, so a few ulps from the reference) is measured by (v<id>.mag) */
+    if (st == SCANFUSE_OK && getenv("EMU_MAG") && getenv("EMU_MAG")[0] == '1') {
+        for (int i = 0; i < ni; i++) {
+            const sf_value *v = &f->values[f->inputs[i]];
+            if (!sf_dtype_is_float(v->dtype)) continue;
+            for (int64_t e = 0; e < sf_value_numel(v); e++)
+                sf_store_f64(tin[i].data, e, v->dtype, fabs(sf_load_f64(tin[i].data, e, v->dtype)));
+        }
+        if (scanfuse_run(prog, tin, ni, tout, no) != SCANFUSE_OK) { printf("magnitudes: %s\n", scanfuse_program_error(prog)); return 1; }
+        for (int i = 0; i < no; i++) {
+            const sf_value *v = &f->values[f->outputs[i]];
+            if (v->dtype != SCANFUSE_FLOAT64) continue;
+            char nm[64]; snprintf(nm, sizeof nm, "v%d.mag", f->outputs[i]);
+            wfile(dir, nm, tout[i].data, (size_t)sf_value_numel(v) * 8);
+        }
+    }
     /* the parameter layout: W(kind, a, b) per word; buffers per base value */
     snprintf(path, sizeof path, "%s/launch.inc", dir);
     FILE *fl = fopen(path, "w");

@@ -18,7 +18,9 @@
 # two tiles a block over interleaved rows (row_pipe=1), the look-back's first sleep
 # (lb_wait_first), the tile aggregate published before pass one's warp scans or after
 # them (lb_early=1 / 0; by default before, except for strips of 4 steps a lane at 6
-# blocks an SM, row_minb=6).
+# blocks an SM, row_minb=6).  Float64 sums on random inputs (summed in double, so a few
+# ulps from the reference) are compared within 2^-40 of each output's sum|x| instead
+# (EMU_MAG=1: gen.c runs the reference again on |x|; harness.cpp).
 # No GPU needed: a CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build)
 # holds libscanfuse.a.
 # Exit status: the failures.
@@ -136,5 +138,14 @@ for spec in "f64rows pdl=1" "f64rows row_g=2,row_g2=3,row_items=1" "f64rows row_
             "f64col col_stream=1,col_l=1"; do
     for args in "0 2 9 0" "0 2 10 1" "0 1 11 0"; do emu $spec $args; done
 done
+# ... and random float64 inputs, each output within 2^-40 of its sum|x| (EMU_MAG=1: the
+# reference run again on |x|): rows over look-back tiles, columns by the tile kernel and
+# by the stream kernel past a run of 256 chunks (its carry's second level), the
+# reversed exclusive scan too (EMU_NTH=2, the program's second scan kernel)
+printf 'input x: float64[2100, 64]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/f64colc.sf"
+for spec in "f64rows pdl=1" "f64col pdl=1" "f64colc col_stream=1,col_l=1"; do
+    for args in "0 0 12 0" "0 0 13 1"; do EMU_MAG=1 emu $spec $args; done
+done
+EMU_MAG=1 EMU_NTH=2 emu f64colc col_stream=1,col_l=1 0 0 14 0
 echo "cuda_emu scans: $n runs, $fail failed"
 exit $fail
