@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -409,48 +410,40 @@ struct variant {
     void (*launch)(const float *, float *, i64 n, u64 *, u32, int *grid, int *tile);
 };
 
-template <int ITEMS, int D, int MINB, bool OSTG, bool PF, bool PO = false>
-static void launch_v(const float *x, float *y, i64 n, u64 *st, u32 ep, int *grid_out, int *tile_out) {
-    constexpr int TS = THREADS * ITEMS;
+// Launches kern over n elements in tiles of TS on a grid of as many blocks as are
+// resident at once (worked out once for each kernel, in *grid); the static tile order
+// needs every block resident.
+template <class Kernel>
+static void launch_tiles(Kernel *kern, int TS, int *grid, const float *x, float *y, i64 n, u64 *st, u32 ep,
+                         int *grid_out, int *tile_out) {
     const i64 ntiles = n / TS;
     if (n % TS) {
         fprintf(stderr, "lag_scan_proto: %lld elements are not whole tiles of %d\n", n, TS);
         exit(1);
     }
-    static int grid = 0;
-    if (!grid) {
+    if (!*grid) {
         int per = 0, sms = 0, dev = 0;
         CK(cudaGetDevice(&dev));
         CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, lag_scan<ITEMS, D, MINB, OSTG, PF, PO>, THREADS, 0));
-        grid = per * sms;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, THREADS, 0));
+        *grid = per * sms;
     }
-    const int g = (int)std::min<i64>(grid, ntiles);
-    lag_scan<ITEMS, D, MINB, OSTG, PF, PO><<<g, THREADS>>>(x, y, ntiles, st, ep);
+    const int g = (int)std::min<i64>(*grid, ntiles);
+    kern<<<g, THREADS>>>(x, y, ntiles, st, ep);
     if (grid_out) *grid_out = g;
     if (tile_out) *tile_out = TS;
 }
 
+template <int ITEMS, int D, int MINB, bool OSTG, bool PF, bool PO = false>
+static void launch_v(const float *x, float *y, i64 n, u64 *st, u32 ep, int *grid_out, int *tile_out) {
+    static int grid = 0;
+    launch_tiles(lag_scan<ITEMS, D, MINB, OSTG, PF, PO>, THREADS * ITEMS, &grid, x, y, n, st, ep, grid_out, tile_out);
+}
+
 template <int ITEMS, int D, int NS, int MINB>
 static void launch_r(const float *x, float *y, i64 n, u64 *st, u32 ep, int *grid_out, int *tile_out) {
-    constexpr int TS = THREADS * ITEMS;
-    const i64 ntiles = n / TS;
-    if (n % TS) {
-        fprintf(stderr, "lag_scan_proto: %lld elements are not whole tiles of %d\n", n, TS);
-        exit(1);
-    }
     static int grid = 0;
-    if (!grid) {
-        int per = 0, sms = 0, dev = 0;
-        CK(cudaGetDevice(&dev));
-        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, reg_scan<ITEMS, D, NS, MINB>, THREADS, 0));
-        grid = per * sms;
-    }
-    const int g = (int)std::min<i64>(grid, ntiles);
-    reg_scan<ITEMS, D, NS, MINB><<<g, THREADS>>>(x, y, ntiles, st, ep);
-    if (grid_out) *grid_out = g;
-    if (tile_out) *tile_out = TS;
+    launch_tiles(reg_scan<ITEMS, D, NS, MINB>, THREADS * ITEMS, &grid, x, y, n, st, ep, grid_out, tile_out);
 }
 
 static const variant variants[] = {
@@ -475,11 +468,34 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(argv[i], "--log2n") && i + 1 < argc) log2n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--log2n") && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[++i], &end, 10);
+            log2n = *end || end == argv[i] || v < 20 || v > 30 ? -1 : (int)v;
+            if (log2n < 0) {
+                fprintf(stderr, "lag_scan_proto: --log2n %s: sizes from 2^20 to 2^30 only\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: lag_scan_proto [--json FILE] [--only VARIANT] [--log2n 20..30]\n");
+            return 2;
+        }
+    }
+    if (only) {
+        bool known = false;
+        for (const variant &v : variants) known |= !strcmp(only, v.name);
+        if (!known) {
+            fprintf(stderr, "lag_scan_proto: no variant %s\n", only);
+            return 2;
+        }
     }
     FILE *jf = json ? fopen(json, "a") : NULL;
+    if (json && !jf) {
+        fprintf(stderr, "lag_scan_proto: cannot open %s: %s\n", json, strerror(errno));
+        return 2;
+    }
     std::vector<i64> sizes = {(i64)1 << 26, (i64)1 << 28};
-    if (log2n >= 20 && log2n <= 30) sizes = {(i64)1 << log2n};
+    if (log2n) sizes = {(i64)1 << log2n};
     const int REPEAT = 20;
     printf("%-20s %10s %10s %10s %7s %s\n", "variant", "n", "scan us", "copy us", "ratio", "check");
     for (i64 n : sizes) {
