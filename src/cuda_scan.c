@@ -51,9 +51,10 @@
  * stage 32 KB; in proportion for others), in launches of at least lb_wait_first_min
  * tiles an SM; lb_early=1 publishes every look-back tile's aggregate before pass one's
  * warp scans, 0 none's (by default all but strips of 4 steps a lane);
- * row_io1=2 reads each input of a row kernel of two or more inputs by one path, 1 every
- * row kernel's, 0 none's; st16=1 stores the 16-bit outputs of rows beside an input read
- * by every row with one st.global.v4 a strip, 2 every 16-bit output's, 0 none's;
+ * row_io1=2 reads each input of a row kernel of two or more inputs, or of a 16-bit
+ * input in several rows, by one path, 1 every row kernel's, 0 none's; st16=1 stores
+ * the 16-bit outputs of rows beside an input read by every row with one st.global.v4
+ * a strip, 2 every 16-bit output's, 0 none's;
  * col_stream (by default 1 where the grid has about a column block an SM) 1 streams
  * column scans through one block a column block, 0 never; col_ring its stages;
  * col_hold (by default 1 for 16-bit inputs in grids of at most a column block an SM)
@@ -62,7 +63,8 @@
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
- * launched without it, cuda_codegen.c), f32eval=0 (float arithmetic in
+ * launched without it, cuda_codegen.c), ld16=0 (16-bit vector loads split through
+ * a union, as before session 27; cuda_codegen.c), f32eval=0 (float arithmetic in
  * double), comb_*, small_*, topk_pack and count_* (cuda_combine.c, cuda_small.c,
  * cuda_index.c).
  */
@@ -632,11 +634,22 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
          * fused bfloat16 chain (two inputs) 0.644 -> 0.721 of copy with one path, but
          * one-input rows slower with it (1-D float32 0.747 -> 0.703, one-tile float32
          * rows 0.909 -> 0.861: ptxas spills more around the straight-line loads).
-         * row_io1=1: one path always, 0: never. */
+         * One path too for a 16-bit input in rows of a kernel of several rows (NOTES
+         * session 27 run 1, in one run: float16 [32, 2^20] 0.720 -> 0.755, bfloat16
+         * [4096, 4096] dim 1 0.873 -> 0.884; 1-D float16 and bfloat16 0.77 / 0.76 ->
+         * 0.75 / 0.74 with it, so not for one row).  row_io1=1: one path always, 0: never. */
         int mode[SF_CUDA_MAXOPS], nin = 0;
-        for (int op = 0; op < k->nops; op++) nin += (ld_ops >> op & 1u) && !k->ops[op].out;
+        bool narrow = false;
+        for (int op = 0; op < k->nops; op++)
+            if ((ld_ops >> op & 1u) && !k->ops[op].out) {
+                nin++;
+                narrow = narrow || scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 2;
+            }
+        bool many_rows = sf_value_numel(x) > x->shape[dim];
+        for (int d = dim + 1; d < nd; d++)
+            if (x->shape[d] != 1) many_rows = false; /* rows: nothing after the scanned dim */
         int io1 = sf_cg_tune("row_io1", 2);
-        bool one_path = io1 == 1 || (io1 == 2 && nin >= 2);
+        bool one_path = io1 == 1 || (io1 == 2 && (nin >= 2 || (narrow && many_rows)));
         for (int op = 0; op < k->nops; op++)
             mode[op] = !one_path ? VL_TEST
                      : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;
