@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """ncu_stalls.py — summarize Nsight Compute's source page (--page source --print-source
 sass --csv) of one kernel: the SASS instructions with the most warp-stall samples, and
-the samples summed by opcode, so a device run's log says where the warps wait.
+the samples summed by opcode, so a device run's log says where the warps wait, and
+the instructions executed summed by opcode (per step with STEPS=N).
     python3 bench/ncu_stalls.py ncu_src.csv [top]
 The CSV's column names differ between Nsight Compute versions: the sample columns are
 found by name ("Sampling"), the instruction text by "Source"."""
 import csv
+import os
 import sys
 
 
@@ -54,6 +56,23 @@ def main():
     print("samples by opcode:")
     for op, s in sorted(by_op.items(), key=lambda kv: -kv[1])[:15]:
         print("  %5.1f%%  %s" % (100 * s / total, op))
+    # warp instructions executed, by opcode (the column "Instructions Executed", when
+    # present); with STEPS=N in the environment also thread instructions a step
+    # (32 * warp instructions / N): where an issue-bound kernel's instructions go
+    ex = next((i for i, h in enumerate(head) if h == "Instructions Executed"), None)
+    if ex is not None:
+        by_op_x = {}
+        for _, _, text, r in data:
+            words = text.split()
+            op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "?")
+            op = op.split(".")[0]
+            by_op_x[op] = by_op_x.get(op, 0) + num(r[ex])
+        tot_x = sum(by_op_x.values()) or 1.0
+        steps = float(os.environ.get("STEPS", "0") or 0)
+        per = (lambda v: "  %5.2f a step" % (32 * v / steps)) if steps > 0 else (lambda v: "")
+        print("warp instructions executed %d%s; by opcode:" % (tot_x, per(tot_x)))
+        for op, v in sorted(by_op_x.items(), key=lambda kv: -kv[1])[:20]:
+            print("  %5.1f%%  %-10s%s" % (100 * v / tot_x, op, per(v)))
     # per-reason columns when present (names like "stall_long_sb")
     reasons = [i for i in other if head[i].lower().startswith("stall") or "Stall" in head[i]]
     if reasons:
