@@ -645,9 +645,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * high half widens by one AND instead of a byte permute and a shift (ld16=0: through
      * a union, as before) */
     sf_buf_printf(&src, "#define SF_LD16 %d\n", sf_cg_tune("ld16", 1) == 0 ? 0 : 1);
-    /* an experiment, not a default (NOTES session 27 entry 5): row_late=1 keeps no strip
-     * states across the row look-back; pass two scans the strips (sf_row_pass_two_scan) */
-    sf_buf_printf(&src, "#define SF_ROW_LATE %d\n", sf_cg_tune("row_late", 0) == 1 ? 1 : 0);
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
         sf_buf_puts(&src, "\n");
