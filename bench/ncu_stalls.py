@@ -11,6 +11,15 @@ import os
 import sys
 
 
+def opcode(text):
+    """The opcode of a SASS line without its predicate and modifiers ("@P0 LDS.128 ..." -> "LDS")."""
+    words = text.split()
+    if not words:
+        return "?"
+    op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+    return op.split(".")[0]
+
+
 def main():
     path = sys.argv[1]
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -48,10 +57,7 @@ def main():
         print("  %5.1f%%  %-60s %s" % (100 * s / total, text[:60], " ".join("%g" % x for x in ss)))
     by_op = {}
     for s, _, text, _ in data:
-        op = text.split()[0] if text else "?"
-        if op.startswith("@"):
-            op = text.split()[1] if len(text.split()) > 1 else op
-        op = op.split(".")[0]
+        op = opcode(text)
         by_op[op] = by_op.get(op, 0) + s
     print("samples by opcode:")
     for op, s in sorted(by_op.items(), key=lambda kv: -kv[1])[:15]:
@@ -63,9 +69,7 @@ def main():
     if ex is not None:
         by_op_x = {}
         for _, _, text, r in data:
-            words = text.split()
-            op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "?")
-            op = op.split(".")[0]
+            op = opcode(text)
             by_op_x[op] = by_op_x.get(op, 0) + num(r[ex])
         tot_x = sum(by_op_x.values()) or 1.0
         steps = float(os.environ.get("STEPS", "0") or 0)
