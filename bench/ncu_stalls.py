@@ -72,7 +72,10 @@ def main():
             op = opcode(text)
             by_op_x[op] = by_op_x.get(op, 0) + num(r[ex])
         tot_x = sum(by_op_x.values()) or 1.0
-        steps = float(os.environ.get("STEPS", "0") or 0)
+        try:
+            steps = float(os.environ.get("STEPS", "0") or 0)
+        except ValueError:
+            sys.exit("ncu_stalls: STEPS must be a number of steps, not %r" % os.environ["STEPS"])
         per = (lambda v: "  %5.2f a step" % (32 * v / steps)) if steps > 0 else (lambda v: "")
         print("warp instructions executed %d%s; by opcode:" % (tot_x, per(tot_x)))
         for op, v in sorted(by_op_x.items(), key=lambda kv: -kv[1])[:20]:

@@ -645,19 +645,18 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
                 nin++;
                 narrow = narrow || scanfuse_dtype_size(f->values[k->ops[op].value].dtype) == 2;
             }
-        bool many_rows = sf_value_numel(x) > x->shape[dim];
+        /* a row kernel (nothing after the scanned dim) */
+        bool row_kernel = true;
         for (int d = dim + 1; d < nd; d++)
-            if (x->shape[d] != 1) many_rows = false; /* rows: nothing after the scanned dim */
+            if (x->shape[d] != 1) row_kernel = false;
+        bool many_rows = row_kernel && sf_value_numel(x) > x->shape[dim];
         int io1 = sf_cg_tune("row_io1", 2);
         bool one_path = io1 == 1 || (io1 == 2 && (nin >= 2 || (narrow && many_rows)));
         for (int op = 0; op < k->nops; op++)
             mode[op] = !one_path ? VL_TEST
                      : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;
-        /* a row kernel (nothing after the scanned dim), and its inputs read again by
-         * every row while varying along the scan (a weight vector): *nbcp */
-        bool row_kernel = true;
-        for (int d = dim + 1; d < nd; d++)
-            if (x->shape[d] != 1) row_kernel = false;
+        /* a row kernel's inputs read again by every row while varying along the scan (a
+         * weight vector): *nbcp */
         int reread = 0;
         for (int op = 0; op < k->nops; op++) {
             if (!(ld_ops >> op & 1u) || k->ops[op].out) continue;
