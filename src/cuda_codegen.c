@@ -641,9 +641,9 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
-    /* 16-bit vector loads split into their elements by shifts (sf_vload): a bfloat16's
-     * high half widens by one AND instead of a byte permute and a shift (ld16=0: through
-     * a union, as before) */
+    /* 16-bit vector loads split into their elements by a mask and a shift (sf_vload):
+     * a bfloat16's high half widens by one AND instead of a byte permute and a shift
+     * (ld16=0: through a union, as before) */
     sf_buf_printf(&src, "#define SF_LD16 %d\n", sf_cg_tune("ld16", 1) == 0 ? 0 : 1);
     for (int i = 0; sf_cuda_prelude[i]; i++) {
         sf_buf_puts(&src, sf_cuda_prelude[i]);
