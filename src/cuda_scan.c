@@ -39,12 +39,14 @@
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
- * before, lb_done applying to that count; row_stage1=2 stages the one-tile rows that
+ * before, lb_done applying to that count; lb_w1=0 gives the look-back rows' first wave
+ * tickets too (by default its tiles are static, sf_take_split), lb_w1=N > 1 makes N
+ * tiles static; row_stage1=2 stages the one-tile rows that
  * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=0 waits for the
  * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
  * lb_wait_first the row look-back's sleep before its first poll (ns, for tiles that
@@ -1165,6 +1167,20 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * too.  lb_early=0 / 1: never / always. */
         int lbe = sf_cg_tune("lb_early", -1);
         bool early = lb && (lbe == 1 || (lbe < 0 && (vec != 4 || (e45 && minb == 5))));
+        /* Static first-wave tiles (sf_take_split; lb_w1=0 turns them off): the blocks that
+         * fit the GPU at once scan tile blockIdx.x and issue its loads before their ticket
+         * returns; a launch's first tiles otherwise each wait for a take of one word that
+         * every block makes at once.  lb_w1=N > 1: N static tiles (tests of the later
+         * takes on few tiles). */
+        int64_t w1 = 0;
+        const int w1t = sf_cg_tune("lb_w1", 1);
+        if (lb && w1t >= 1) {
+            w1 = w1t == 1 ? (int64_t)sms * bps : w1t;
+            if (w1 > ntiles) w1 = ntiles;
+            if (w1 >= 4096 || ntiles - w1 >= ((int64_t)1 << 20)) w1 = 0;
+        }
+        char w1s[32] = "";
+        if (w1 > 0) snprintf(w1s, sizeof w1s, ", %lld", (long long)w1);
         if (rake) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
@@ -1172,17 +1188,18 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, rio, rio, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                          excl ? "true" : "false", gal ? "true" : "false", rake, (long long)rows, (long long)len,
-                          (long long)tpr);
+                          excl ? "true" : "false", gal ? "true" : "false", rake, w1s, (long long)rows,
+                          (long long)len, (long long)tpr);
         } else {
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s%s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
                           excl ? "true" : "false", stage ? "true" : "false",
-                          early ? (gal ? ", true, true" : ", false, true") : gal ? ", true" : "", (long long)rows,
+                          w1 > 0 ? (gal ? ", true" : ", false") : early ? (gal ? ", true" : ", false") : gal ? ", true" : "",
+                          w1 > 0 ? (early ? ", true" : ", false") : early ? ", true" : "", w1s, (long long)rows,
                           (long long)len, (long long)tpr);
         }
     } else {

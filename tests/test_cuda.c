@@ -715,6 +715,15 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_INT64, S2(5, 40001), 1, "lb_ticket=1,row_g=3,row_g2=2", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=1,lb_wait_ns=0", G_FULL);
+    /* Static first-wave tiles (lb_w1): by default every look-back row launch that fits
+     * the GPU at once is all static, larger ones (the 2^28 determinism check) static
+     * then tickets; here a few static tiles before the tickets (lb_w1=N) on 1-D, rows,
+     * raked rows and a non-commutative scan, and none (lb_w1=0). */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_w1=5", G_DEFAULT);
+    prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_w1=7,row_g=2,row_g2=3", G_FULL);
+    prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "lb_w1=3", G_DEFAULT);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "lb_w1=2,row_rake=2", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_w1=0", G_DEFAULT);
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
      * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles

@@ -53,6 +53,16 @@ int main(int argc, char **argv) {
         if (!emu_run(body)) return 7;
     }
     int bad = 0;
+#ifdef EMU_SCAN_K
+    /* a scan kernel resets its ticket word's count for the next launch (the last take,
+     * or the last tile with the counters: cuda_skeletons.c); the epoch has advanced */
+    for (int i = 0; i < nw; i++) {
+        if (words[i].kind != W_SCRATCH) continue;
+        uint64_t tw;
+        memcpy(&tw, scratch + words[i].a + 8, 8);
+        if ((uint32_t)tw != 0) { printf("ticket word not reset: count %u, epoch %u\n", (unsigned)(uint32_t)tw, (unsigned)(tw >> 32)); bad++; }
+    }
+#endif
     for (int s = 0; s < 8 && 16 * s < SCRATCH; s++) {
         uint64_t k0, k1; memcpy(&k0, scratch + 16 * s, 8); memcpy(&k1, scratch + 16 * s + 8, 8);
         if (k0) printf("error slot %d: %016llx %016llx (first bad position %lld)\n", s, (unsigned long long)k0, (unsigned long long)k1, (long long)~k0);

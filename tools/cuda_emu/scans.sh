@@ -18,7 +18,7 @@
 # two tiles a block over interleaved rows (row_pipe=1), the look-back's first sleep
 # (lb_wait_first), the tile aggregate published before pass one's warp scans or after
 # them (lb_early=1 / 0; by default before, except for strips of 4 steps a lane at 6
-# blocks an SM, row_minb=6).  Float64 sums on random inputs (summed in double, so a few
+# blocks an SM, row_minb=6), static first-wave tiles (lb_w1).  Float64 sums on random inputs (summed in double, so a few
 # ulps from the reference) are compared within 2^-40 of each output's sum|x| instead
 # (EMU_MAG=1: gen.c runs the reference again on |x|; harness.cpp).
 # No GPU needed: a CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build)
@@ -117,6 +117,15 @@ for spec in "rk32 row_rake=2" "rk32 row_rake=1" "rkrev row_rake=2" "rkb row_rake
             "i64rows row_ilv=0" "f16 row_g=4,lb_wait_first=1000,lb_wait_first_min=0" "i64rows row_pipe=1,row_threads=256,row_items=8" \
             "f32 lb_early=0" "f32 row_minb=6" "i64rows lb_early=0" "cummax lb_early=1,row_stage=0" "widths lb_early=0" \
             "fused lb_early=1,row_g=2,row_g2=3" "f16 lb_early=1,row_stage=0"; do
+    emu $spec
+done
+# static first-wave tiles (by default every tile of these small launches): a few static
+# tiles, then tickets (lb_w1=N), on 1-D, interleaved and raked rows, groups, a thousand
+# tiles, the late aggregate, a non-commutative scan; none (lb_w1=0).  The harness also
+# checks that the launch leaves its ticket word's count at zero for the next.
+for spec in "f32 lb_w1=3" "f32 lb_w1=0" "i64rows lb_w1=5,row_g=2,row_g2=3" "rkbig row_rake=2,row_items=1,lb_w1=7" \
+            "rkb row_rake=2,lb_w1=2" "f16 lb_w1=4,lb_early=0" "cummax lb_w1=3" "auto3 lb_w1=2" \
+            "widths lb_w1=2,row_stage=0" "rkrev lb_w1=1,row_g=2,row_g2=2"; do
     emu $spec
 done
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
