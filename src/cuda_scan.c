@@ -45,8 +45,8 @@
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
  * before, lb_done applying to that count; lb_w1=0 gives the look-back rows' first wave
- * tickets too (by default its tiles are static, sf_take_split), lb_w1=N > 1 makes N
- * tiles static; row_stage1=2 stages the one-tile rows that
+ * tickets too (by default its tiles are static in launches of at most 8 waves,
+ * sf_take_split), lb_w1=N > 1 makes N tiles static in any launch; row_stage1=2 stages the one-tile rows that
  * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=0 waits for the
  * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
  * lb_wait_first the row look-back's sleep before its first poll (ns, for tiles that
@@ -1167,15 +1167,23 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * too.  lb_early=0 / 1: never / always. */
         int lbe = sf_cg_tune("lb_early", -1);
         bool early = lb && (lbe == 1 || (lbe < 0 && (vec != 4 || (e45 && minb == 5))));
-        /* Static first-wave tiles (sf_take_split; lb_w1=0 turns them off): the blocks that
-         * fit the GPU at once scan tile blockIdx.x and issue its loads before their ticket
-         * returns; a launch's first tiles otherwise each wait for a take of one word that
-         * every block makes at once.  lb_w1=N > 1: N static tiles (tests of the later
-         * takes on few tiles). */
+        /* Static first-wave tiles (sf_take_split) in launches of at most 8 waves: the
+         * blocks that fit the GPU at once scan tile blockIdx.x and issue its loads before
+         * they take their ticket, where each would otherwise wait for a take of the one
+         * word that every block of the wave makes at once.  H200, NOTES session 28 run 1,
+         * two rounds against lb_w1=0 in the same run: float32 [64, 131072] (1.6 waves)
+         * 0.772 / 0.768 -> 0.841 / 0.846 of copy, [32, 2^20] (6.2) 0.809 / 0.824 -> 0.838 /
+         * 0.837, float16 [32, 2^20] (2.6) 0.751 / 0.773 -> 0.768 / 0.773, 1-D float32 2^24
+         * (3.1) 0.686 / 0.710 -> 0.732 / 0.718, 2^25 (6.2) level; in launches of more waves
+         * only the first gains and every tile runs the longer code: 2^26 (12) 0.795 ->
+         * 0.775, 2^28 float32 0.835 -> 0.821, int32 -> int64 0.848 -> 0.818, the others
+         * level.  lb_w1=0: never; lb_w1=N > 1: N static tiles in any launch (tests of the
+         * tickets after a few static tiles). */
         int64_t w1 = 0;
         const int w1t = sf_cg_tune("lb_w1", 1);
         if (lb && w1t >= 1) {
             w1 = w1t == 1 ? (int64_t)sms * bps : w1t;
+            if (w1t == 1 && ntiles > 8 * w1) w1 = 0;
             if (w1 > ntiles) w1 = ntiles;
             if (w1 >= 4096 || ntiles - w1 >= ((int64_t)1 << 20)) w1 = 0;
         }

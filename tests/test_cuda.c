@@ -715,10 +715,13 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_wait_ns=0,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_INT64, S2(5, 40001), 1, "lb_ticket=1,row_g=3,row_g2=2", G_FULL);
     prog_scans(SCANFUSE_INT32, S2(3000, 33), 0, "lb_ticket=1,lb_wait_ns=0", G_FULL);
-    /* Static first-wave tiles (lb_w1): by default every look-back row launch that fits
-     * the GPU at once is all static, larger ones (the 2^28 determinism check) static
-     * then tickets; here a few static tiles before the tickets (lb_w1=N) on 1-D, rows,
-     * raked rows and a non-commutative scan, and none (lb_w1=0). */
+    /* Static first-wave tiles (lb_w1): by default a look-back row launch that fits the
+     * GPU at once is all static, one of up to 8 waves static then tickets (the raked
+     * [64, 131072] rows below: 660 static tiles of 1024), more waves all tickets; here
+     * also a few static tiles before the tickets (lb_w1=N) on 1-D, rows, raked rows and
+     * a non-commutative scan, and none (lb_w1=0). */
+    prog_raw("input x: float32[64, 131072]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\n"
+             "output y, z\n", T_SUM);
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_w1=5", G_DEFAULT);
     prog_scans(SCANFUSE_INT64, S2(3, 70001), 1, "lb_w1=7,row_g=2,row_g2=3", G_FULL);
     prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "lb_w1=3", G_DEFAULT);
