@@ -46,9 +46,10 @@
  * rows in blocks of 128; lb_ticket=0 takes the tile counter and the tiles-done count of
  * before, lb_done applying to that count; lb_w1=0 gives the look-back rows' first wave
  * tickets too (by default its tiles are static in launches of at most 8 waves,
- * sf_take_split), lb_w1=N > 1 makes N tiles static in any launch; row_stage1=2 stages the one-tile rows that
- * read an input again by every row, 1 every one-tile row, 0 none; lb_ga=0 waits for the
- * previous group's aggregate in the row look-back instead of folding its tiles' aggregates;
+ * sf_take_split), lb_w1=N > 1 makes N tiles static in any launch; row_stage1=2 stages
+ * the one-tile rows that read an input again by every row, 1 every one-tile row, 0 none;
+ * lb_ga=0 waits for the previous group's aggregate in the row look-back instead of
+ * folding its tiles' aggregates;
  * lb_wait_first the row look-back's sleep before its first poll (ns, for tiles that
  * stage 32 KB; in proportion for others), in launches of at least lb_wait_first_min
  * tiles an SM; lb_early=1 publishes every look-back tile's aggregate before pass one's

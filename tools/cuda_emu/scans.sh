@@ -18,9 +18,10 @@
 # two tiles a block over interleaved rows (row_pipe=1), the look-back's first sleep
 # (lb_wait_first), the tile aggregate published before pass one's warp scans or after
 # them (lb_early=1 / 0; by default before, except for strips of 4 steps a lane at 6
-# blocks an SM, row_minb=6), static first-wave tiles (lb_w1).  Float64 sums on random inputs (summed in double, so a few
-# ulps from the reference) are compared within 2^-40 of each output's sum|x| instead
-# (EMU_MAG=1: gen.c runs the reference again on |x|; harness.cpp).
+# blocks an SM, row_minb=6), static first-wave tiles (lb_w1).  Float64 sums on random
+# inputs (summed in double, so a few ulps from the reference) are compared within 2^-40
+# of each output's sum|x| instead (EMU_MAG=1: gen.c runs the reference again on |x|;
+# harness.cpp).
 # No GPU needed: a CTest (cuda_emu_scans) when g++ is there.  BUILD (default: build)
 # holds libscanfuse.a.
 # Exit status: the failures.
