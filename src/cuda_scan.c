@@ -1188,7 +1188,15 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (w1 > ntiles) w1 = ntiles;
             if (w1 >= 4096 || ntiles - w1 >= ((int64_t)1 << 20)) w1 = 0;
         }
-        char w1s[32] = "";
+        /* sf_row_scan's trailing template arguments (GAL, EARLY_AGG, W1), up to the last
+         * that differs from its default */
+        char tail[64] = "";
+        if (w1 > 0)
+            snprintf(tail, sizeof tail, ", %s, %s, %lld", gal ? "true" : "false", early ? "true" : "false",
+                     (long long)w1);
+        else if (early) snprintf(tail, sizeof tail, ", %s, true", gal ? "true" : "false");
+        else if (gal) snprintf(tail, sizeof tail, ", true");
+        char w1s[32] = ""; /* sf_row_rake_scan's W1 */
         if (w1 > 0) snprintf(w1s, sizeof w1s, ", %lld", (long long)w1);
         if (rake) {
             char rio[40];
@@ -1204,12 +1212,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         } else {
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
-                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s%s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          "sf_row_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
                           threads, bps, ki, io, io, threads, items, vec, gsz, g2, lb ? "true" : "false",
-                          excl ? "true" : "false", stage ? "true" : "false",
-                          w1 > 0 ? (gal ? ", true" : ", false") : early ? (gal ? ", true" : ", false") : gal ? ", true" : "",
-                          w1 > 0 ? (early ? ", true" : ", false") : early ? ", true" : "", w1s, (long long)rows,
-                          (long long)len, (long long)tpr);
+                          excl ? "true" : "false", stage ? "true" : "false", tail, (long long)rows, (long long)len,
+                          (long long)tpr);
         }
     } else {
         /* a block of W = 32 columns x RG = 8 row groups, L steps a thread
