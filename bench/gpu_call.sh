@@ -9,7 +9,8 @@
 # example on cuda, checked; "pybench": gpu_bench.py for PYBENCH_ONLY's filters; "probe": bench/gpu_probe_rows.py; "python":
 # pytest + samples; PROBE_TUNES also runs the probe under those variants; "cli": the CLI scan table (gpu_cli_bench.sh); "bench": gpu_bench.py
 # "launch": bench/launch_bench.c (host cost a run, driver launch floor; LAUNCH_TUNES);
-# "trace": look-back tile phase times (TRACE_CASES x TRACE_TUNES, bench/lb_trace.py);
+# "trace": look-back tile phase times (TRACE_CASES x TRACE_TUNES, bench/lb_trace.py;
+# KEEP_TRACE=1 keeps each run's records);
 # "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
 # "cub": CUB's DeviceScan on the same shapes beside a copy (bench/cub_scan_ref.sh; carry
 # build/cub_scan_ref where the GPU machine has no nvcc);
@@ -97,6 +98,8 @@ for s in $stages; do
                        SCANFUSE_CUDA_TUNE=$t SCANFUSE_CUDA_TRACE=$OUT/trace.bin timeout 120 build-gpu/scanfuse bench \
                            "$td/$c.sf" --device cuda --repeat 3 > /dev/null 2>"$OUT/err.txt" || tail -2 "$OUT/err.txt"
                        python3 bench/lb_trace.py "$OUT/trace.bin" --label "$c@$tv" --json "$OUT/lb_trace.jsonl"
+                       # KEEP_TRACE=1: the records themselves come back too (gzipped)
+                       [ -n "${KEEP_TRACE:-}" ] && gzip -c "$OUT/trace.bin" > "$OUT/trace_${c}_${tv//[=,]/_}.bin.gz"
                    done
                done
                rm -rf "$td" "$OUT/trace.bin" ;;

@@ -948,6 +948,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int64_t rows = numel / len;
     scan_kind sk;
     scan_kind_for(n, y->dtype, &sk);
+    if (sf_cg_tune("cvt_us", 0) == 2 && n->op == SF_OP_cumsum && sf_dtype_is_float(y->dtype) &&
+        (x->dtype == SCANFUSE_FLOAT32 || x->dtype == SCANFUSE_BFLOAT16 || x->dtype == SCANFUSE_FLOAT16))
+        sk.val = x->dtype == SCANFUSE_FLOAT16 ? "(s * 0x1p1008)" : "(s * 0x1p896)"; /* cuda_codegen.c */
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SCAN_WARP, anchor);
     int ki = (int)(k - g->pl->k);
     k->ndim = x->ndim;

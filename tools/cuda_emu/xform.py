@@ -25,4 +25,7 @@ s = re.sub(r'extern __shared__ __align__\(16\) char (\w+)\[\];', r'static __alig
 # programmatic dependent launch: one block at a time here, nothing to wait for
 s = s.replace('asm volatile("griddepcontrol.wait;" ::: "memory");', '')
 s = s.replace('asm volatile("griddepcontrol.launch_dependents;" ::: "memory");', '')
+# the global timer (the first wave's pacing, sf_row_next): one block here, a clock that
+# advances a microsecond a read, so every wait ends
+s = s.replace('asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));', 'static u64 sf_emu_clock = 0; t = sf_emu_clock += 1000;')
 print(s)
