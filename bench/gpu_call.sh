@@ -97,7 +97,7 @@ for s in $stages; do
                        rm -f "$OUT/trace.bin"
                        SCANFUSE_CUDA_TUNE=$t SCANFUSE_CUDA_TRACE=$OUT/trace.bin timeout 120 build-gpu/scanfuse bench \
                            "$td/$c.sf" --device cuda --repeat 3 > /dev/null 2>"$OUT/err.txt" || tail -2 "$OUT/err.txt"
-                       python3 bench/lb_trace.py "$OUT/trace.bin" --label "$c@$tv" --json "$OUT/lb_trace.jsonl"
+                       python3 bench/lb_trace.py "$OUT/trace.bin" --label "$c@$tv" --json "$OUT/lb_trace.jsonl" --timeline ${TRACE_BYTES:-32768}
                        # KEEP_TRACE=1: the records themselves come back too (gzipped)
                        [ -n "${KEEP_TRACE:-}" ] && gzip -c "$OUT/trace.bin" > "$OUT/trace_${c}_${tv//[=,]/_}.bin.gz"
                    done

@@ -48,6 +48,7 @@ scan f32_64x131072_d1 float32 "64, 131072" 1
 scan f16_32x2p20_d1 float16 "32, 1048576" 1
 # (the same shape in float32: the issue names no dtype for it)
 scan f32_32x2p20_d1 float32 "32, 1048576" 1
+scan bf16_32x2p20_d1 bfloat16 "32, 1048576" 1
 scan f32_8192x256_d0 float32 "8192, 256" 0
 scan f32_2048x128_d0 float32 "2048, 128" 0
 scan bf16_2048x128_d0 bfloat16 "2048, 128" 0

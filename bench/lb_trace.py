@@ -14,7 +14,13 @@ give), how many tiles were in flight on average (sum of tile lifetimes over the
 kernel's span), and how far the tiles before a tile were from done when it started
 (the 256 tile numbers before it: across row ends too, where rows are shorter).
 
-  python3 bench/lb_trace.py TRACE [--json OUT.json] [--label NAME]
+With --timeline BYTES (the bytes a tile reads, and writes: 32768 for the staged 1-D
+tiles), also the memory traffic over time in 2 us bins, each tile's reads spread over its
+phase 1 and its writes over its phase 3 (an estimate: phase 1 includes pass one's
+arithmetic), and what the kernel's span exceeds the time its bytes take at the rate of
+the middle half of the span (the start and the end's cost).
+
+  python3 bench/lb_trace.py TRACE [--json OUT.json] [--label NAME] [--timeline BYTES]
 """
 import argparse
 import json
@@ -34,6 +40,7 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--json")
     ap.add_argument("--label", default="")
+    ap.add_argument("--timeline", type=int, default=0)
     a = ap.parse_args()
     raw = open(a.trace, "rb").read()
     n = len(raw) // 32
@@ -81,10 +88,43 @@ def main():
     print("  %-12s %9s %9.0f %9.0f %9.0f %9.0f" % ("lag", "", *[pct(lag, p) for p in (10, 50, 90, 99)]))
     print("  (lag: latest aggregate-ready time of the 256 tiles before, less the tile's own; "
           "start gaps p50/p90/p99 %.0f/%.0f/%.0f ns)" % tuple(pct(gaps, p) for p in (50, 90, 99)))
+    if a.timeline:
+        out["timeline"] = timeline(recs, t0, clk, a.timeline)
     if a.json:
         with open(a.json, "a") as f:
             f.write(json.dumps(out) + "\n")
     return 0
+
+
+def timeline(recs, t0, clk, tb, bin_ns=2000):
+    """Read and write GB/s in bins of bin_ns (printed: the first and last 12 bins)."""
+    t1 = max(r[1] for r in recs)
+    nb = (t1 - t0) // bin_ns + 1
+    rd, wr = [0.0] * nb, [0.0] * nb
+
+    def spread(arr, lo, hi, nbytes):
+        hi = max(hi, lo + 1)
+        rate = nbytes / (hi - lo)
+        i = int(lo // bin_ns)
+        while i * bin_ns < hi and i < nb:
+            arr[i] += rate * (min(hi, (i + 1) * bin_ns) - max(lo, i * bin_ns))
+            i += 1
+
+    for r in recs:
+        s, e = r[0] - t0, r[1] - t0
+        spread(rd, s, s + r[2] / clk, tb)
+        spread(wr, e - r[4] / clk, e, tb)
+    tot = [(rd[i] + wr[i]) / bin_ns for i in range(nb)]
+    mid = tot[nb // 4: 3 * nb // 4] or tot
+    steady = sum(mid) / len(mid)
+    ideal = 2.0 * tb * len(recs) / steady
+    print("  timeline (GB/s in %d ns bins: read, write):" % bin_ns)
+    for i in list(range(min(nb, 12))) + list(range(max(12, nb - 12), nb)):
+        print("  %8.0f us %6.0f %6.0f" % (i * bin_ns / 1e3, rd[i] / bin_ns, wr[i] / bin_ns))
+    print("  middle half of the span %.0f GB/s; its bytes at that rate %.1f us, span %.1f us: start and end cost %.1f us"
+          % (steady, ideal / 1e3, (t1 - t0) / 1e3, (t1 - t0 - ideal) / 1e3))
+    return {"bin_ns": bin_ns, "read_gbps": [x / bin_ns for x in rd], "write_gbps": [x / bin_ns for x in wr],
+            "steady_gbps": steady, "overhead_us": (t1 - t0 - ideal) / 1e3}
 
 
 if __name__ == "__main__":

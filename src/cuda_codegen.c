@@ -641,9 +641,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
     /* a measurement, never a default: lb_trace=1 records each look-back row tile's phase
      * times (sf_trace_rec, bench/lb_trace.py) */
     sf_buf_printf(&src, "#define SF_TRACE %d\n", sf_cg_tune("lb_trace", 0) == 1 ? 1 : 0);
-    /* the look-back rows' first wave paced by tile (sf_row_next; ns a tile, 0: off) */
-    int stag = sf_cg_tune("lb_stagger", 0);
-    sf_buf_printf(&src, "#define SF_STAGGER %dull\n", stag < 0 ? 0 : stag);
     /* 16-bit vector loads split into their elements by a mask and a shift (sf_vload):
      * a bfloat16's high half widens by one AND instead of a byte permute and a shift
      * (ld16=0: through a union, as before) */
@@ -656,25 +653,6 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         sf_buf_puts(&src, sf_cuda_skeletons[i]);
         sf_buf_puts(&src, "\n");
     }
-    /* a measurement, never a default: cvt_us=2 loads float32 / bfloat16 / float16
-     * elements as doubles 2^-896 (float16: 2^-1008) times their value by moving their
-     * bits (no F2F conversion) and a cumsum's outputs multiply by the factor back
-     * (cuda_scan.c).  Exact for finite values; inf and NaN come out finite, so only
-     * for timing the conversions on finite inputs (every load of those dtypes in the
-     * program is redefined). */
-    if (sf_cg_tune("cvt_us", 0) == 2)
-        sf_buf_puts(&src,
-                    "__device__ __forceinline__ double sf_us_f32(float f) {\n"
-                    "    const u32 x = __float_as_uint(f);\n"
-                    "    return sf_b2d((u64)((u32)((i32)x >> 3) & 0x8fffffffu) << 32 | (u64)(x << 29));\n}\n"
-                    "__device__ __forceinline__ double sf_us_bf16(u16 h) {\n"
-                    "    return sf_b2d((u64)((u32)((i32)((u32)h << 16) >> 3) & 0x8fffffffu) << 32);\n}\n"
-                    "__device__ __forceinline__ double sf_us_f16(u16 h) {\n"
-                    "    return sf_b2d((u64)((u32)((i32)((u32)h << 16) >> 6) & 0x81ffffffu) << 32);\n}\n"
-                    "#define sf_cv_f32(x) sf_us_f32(x)\n#define sf_cv_bf16(x) sf_us_bf16(x)\n#define sf_cv_f16(x) sf_us_f16(x)\n"
-                    "#define sf_ld_f32(p, o) sf_us_f32(((const float*)(p))[o])\n"
-                    "#define sf_ld_bf16(p, o) sf_us_bf16(((const u16*)(p))[o])\n"
-                    "#define sf_ld_f16(p, o) sf_us_f16(((const u16*)(p))[o])\n");
     sf_buf_puts(&src, "\n// ---- kernels ----\n");
     bool *in_seg = sf_calloc((size_t)(nn > 0 ? nn : 1), 1);
     int *list = sf_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *list);

@@ -59,7 +59,7 @@
 #include <unistd.h>
 
 enum { T_EXACT, T_ULP1, T_SUM, T_REL, T_LSE, T_MATMUL };
-enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_SPECIAL, G_FULL, G_INDEX, G_TIES, G_BOOL01, G_ROUND };
+enum { G_DEFAULT, G_POS, G_UNIT, G_NONZERO, G_SPECIAL, G_FULL, G_INDEX, G_TIES, G_BOOL01, G_ROUND, G_RARE };
 
 #define MAXOUT 48
 #define MAXIN 4
@@ -727,6 +727,18 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "lb_w1=3", G_DEFAULT);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "lb_w1=2,row_rake=2", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_w1=0", G_DEFAULT);
+    /* The first wave paced by tile (lb_stagger=ns a tile): 1-D, raked rows.  The
+     * unscaled sums of raked look-back rows of float16 / bfloat16 (Io::US, the default):
+     * rows of whole tiles with rare infinities and NaNs (the runs that hold one read
+     * again by the conversion) and subnormals, dense special values, both directions;
+     * the conversion's sums (cvt_us=0). */
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_stagger=10", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, "lb_stagger=12", G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, NULL, G_RARE);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 49152), 1, NULL, G_RARE);
+    prog_scans(SCANFUSE_FLOAT16, S2(2, 49152), 1, NULL, G_SPECIAL);
+    prog_scans(SCANFUSE_BFLOAT16, S2(3, 49152), 1, NULL, G_DEFAULT);
+    prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, "cvt_us=0", G_RARE);
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
      * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles
@@ -1796,6 +1808,16 @@ static double gen_float(sf_test_rng *r, int gen) {
         const int e = (int)sf_test_rng_int(r, -30, 16) - mb;
         const double v = ldexp((double)m + 0.5, e) + (double)sf_test_rng_int(r, -1, 1) * ldexp(1.0, e - 32);
         return (sf_test_rng_next(r) & 1) ? -v : v;
+    }
+    case G_RARE: { /* infinities and NaNs about once in 3000 (some runs of a raked tile hold
+                      one, most none), some values down in the 16-bit subnormals */
+        const double u = sf_test_rng_uniform(r);
+        if (u < 1.0 / 3000) {
+            static const double sp[] = {NAN, INFINITY, -INFINITY};
+            return sp[sf_test_rng_int(r, 0, 2)];
+        }
+        if (u < 0.02) return uni(r, -4, 4) * (u < 0.01 ? 0x1p-20 : 0x1p-130);
+        return uni(r, -4, 4);
     }
     default: return uni(r, -4, 4);
     }

@@ -73,6 +73,11 @@ int main(int argc, char **argv) {
             if (ties == 1) x = tv[rnd() % 8]; else x = ((double)(rnd() >> 11) / 9007199254740992.0) * 8 - 4;
             ix = irange > 0 ? (int64_t)(rnd() % (uint64_t)irange) : (int64_t)(rnd() % 41) - 20;
             if (ties == 2) x = (double)ix; /* integer-valued floats: float64 sums exact in double */
+            if (ties == 3) { /* rare infinities and NaNs, some subnormals of float16 / bfloat16 */
+                const uint64_t u = rnd() % 8192;
+                if (u < 3) x = tv[5 + u];
+                else if (u < 200) x *= u % 2 ? 0x1p-20 : 0x1p-130;
+            }
             if (sf_dtype_is_float(v->dtype)) sf_store_f64(buf, e, v->dtype, x);
             else sf_store_i64(buf, e, v->dtype, ix);
         }
