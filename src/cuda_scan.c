@@ -39,7 +39,7 @@
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0,lb_stagger=0,cvt_us=1"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -62,7 +62,9 @@
  * column scans through one block a column block, 0 never; col_ring its stages;
  * col_hold (by default 1 for 16-bit inputs in grids of at most a column block an SM)
  * 1 keeps a thread's steps from pass one to pass two, 2 the same but refills a stage
- * only after that pass two, 0 reads and converts them again).
+ * only after that pass two, 0 reads and converts them again); lb_stagger=N paces the
+ * look-back rows' first wave, N ns a tile (sf_row_next); cvt_us=0 converts the 16-bit
+ * inputs of raked look-back rows by F2F instead of summing them unscaled (cuda_rake.c).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
