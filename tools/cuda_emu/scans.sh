@@ -143,6 +143,10 @@ emu usbf16 "" 0 0 24
 emu usbf16 "" 0 1 25
 emu usf16 cvt_us=0 0 3 26
 emu usf16 lb_stagger=12 0 3 27
+# ... strips of 2 and 4 steps a lane (float64 and float32 outputs set V), element by element
+printf 'input x: float16[3, 40000]\ny = cumsum(x, dim=1, dtype=float64)\nz = cumsum(x, dim=1, exclusive=true, reverse=true, dtype=float32)\noutput y, z\n' > "$D/usw.sf"
+emu usw row_rake=1 0 3 28
+EMU_NTH=2 emu usw row_rake=1 0 3 29
 emu f32 lb_stagger=10
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
