@@ -739,6 +739,12 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT16, S2(2, 49152), 1, NULL, G_SPECIAL);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 49152), 1, NULL, G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, "cvt_us=0", G_RARE);
+    { /* strips of 2 and 4 steps (wider outputs), read element by element */
+        prog *p = prog_raw("input x: float16[3, 40000]\ny = cumsum(x, dim=1, dtype=float64)\n"
+                           "z = cumsum(x, dim=1, exclusive=true, reverse=true, dtype=float32)\noutput y, z\n", T_SUM);
+        p->tune = "row_rake=1";
+        p->gen[0] = G_RARE;
+    }
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
      * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles
