@@ -572,15 +572,17 @@ static void emit_rake_us(sf_buf *us, const scanfuse_fusion *f, const sf_cuda_ker
     sf_buf_puts(us, "static __device__ __forceinline__ u32 us_max2(u32 a, u32 b) {\n#if defined(__CUDA_ARCH__)\nreturn __vmaxu2(a, b);\n#else\n"
                     "return ((a & 0xffffu) > (b & 0xffffu) ? a & 0xffffu : b & 0xffffu) | ((a >> 16) > (b >> 16) ? a & 0xffff0000u : b & 0xffff0000u);\n#endif\n}\n");
     sf_buf_puts(us, "static __device__ __forceinline__ bool us_special(u32 sp) { return (sp & 0xffffu) >= US_SP || (sp >> 16) >= US_SP; }\n");
-    /* N steps from the stage, as ld_items_s reads them: by 16-byte reads where N is a
+    /* N steps, as ld_items_s reads them: from the stage by 16-byte reads where N is a
      * multiple of 8 (a lane's V of a 16-bit input alone), else element by element
-     * (strips of fewer steps, where a wider output sets V) */
+     * (strips of fewer steps, where a wider output or row_vec sets V; those of one step
+     * are not staged, too short for a cp.async, so from global memory as there) */
     sf_buf_puts(us, "template <int N> static __device__ __forceinline__ void ld_items_us(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N], u32& sp) {\n");
-    sf_buf_puts(us, "(void)a;\n(void)b;\n(void)len;\n(void)t0;\n");
-    sf_buf_printf(us, "const char* q0 = s + %d * ts + rel * 2;\n", stg[in]);
-    sf_buf_printf(us, "if constexpr (N %% 8 != 0) {\nu16 r[N];\nsf_vload(r, (const u16*)q0);\n#pragma unroll\nfor (int k = 0; k < N; ++k) {\n"
-                      "v[k] = us_lo((u32)r[%s]);\nsp = us_max2(sp, (u32)r[%s] & 0x7fffu);\n}\nreturn;\n}\n",
-                  rev ? "N - 1 - k" : "k", rev ? "N - 1 - k" : "k");
+    sf_buf_printf(us, "const char* q0 = s + %d * ts + rel * 2;\nconst i64 plo = %s;\n(void)plo;\n", stg[in],
+                  rev ? "len - t0 - N" : "t0");
+    sf_buf_printf(us, "if constexpr (N %% 8 != 0) {\nu16 r[N];\nif constexpr (sf_stageable<u16, N>::v) sf_vload(r, (const u16*)q0);\n"
+                      "else sf_vload(r, (const u16*)a.ptr[%d] + (b.o[%d] + plo));\n"
+                      "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nv[k] = us_lo((u32)r[%s]);\nsp = us_max2(sp, (u32)r[%s] & 0x7fffu);\n}\nreturn;\n}\n",
+                  in, in, rev ? "N - 1 - k" : "k", rev ? "N - 1 - k" : "k");
     sf_buf_puts(us, "#pragma unroll\nfor (int i = 0; i < N / 8; ++i) {\nconst uint4 w = ((const uint4*)q0)[i];\n");
     sf_buf_puts(us, "const u32 q[4] = {w.x, w.y, w.z, w.w};\n"
                     "sp = us_max2(sp, us_max2(us_max2(q[0] & 0x7fff7fffu, q[1] & 0x7fff7fffu), us_max2(q[2] & 0x7fff7fffu, q[3] & 0x7fff7fffu)));\n"
