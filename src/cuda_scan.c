@@ -39,7 +39,7 @@
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0,lb_stagger=0,cvt_us=1"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0,lb_stagger=-"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -63,8 +63,8 @@
  * col_hold (by default 1 for 16-bit inputs in grids of at most a column block an SM)
  * 1 keeps a thread's steps from pass one to pass two, 2 the same but refills a stage
  * only after that pass two, 0 reads and converts them again); lb_stagger=N paces the
- * look-back rows' first wave, N ns a tile (sf_row_next); cvt_us=0 converts the 16-bit
- * inputs of raked look-back rows by F2F instead of summing them unscaled (cuda_rake.c).
+ * look-back rows' first wave, N ns a tile (sf_row_next; by default 12 in launches of at
+ * most 32 waves, 0: never).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -535,64 +535,6 @@ static bool emit_rake_stores(sf_buf *rk, const scanfuse_fusion *f, const sf_cuda
     return oip && nout > 0;
 }
 
-/* The unscaled domain of the raked look-back rows (cuda_rake.c, Io::US), into us: for a
- * float cumsum whose one input is a float16 or bfloat16 operand read as it is (no
- * prologue), staged: US, the exponent of its scale (a double 2^-US times the element's
- * value has the element's exponent and fraction bits in its own, shifted: 2^(1023-15) for
- * float16, 2^(1023-127) for bfloat16); US_SP, the |element| bits from which it is inf or
- * NaN; us_up / us_dn, the scalings; ld_items_us<N>, ld_items_s's steps by the bit moves,
- * the largest |element| bits into sp.  Left empty otherwise. */
-static void emit_rake_us(sf_buf *us, const scanfuse_fusion *f, const sf_cuda_kernel *k, const sf_node *n,
-                         uint32_t ld_ops, const int *stg, bool rev, const scan_kind *sk) {
-    int in = -1, nin = 0;
-    for (int op = 0; op < k->nops; op++)
-        if ((ld_ops >> op & 1u) && !k->ops[op].out) {
-            in = op;
-            nin++;
-        }
-    if (nin != 1 || n->op != SF_OP_cumsum || strcmp(sk->op, "OpSumD") != 0 || stg[in] < 0 ||
-        k->ops[in].value != n->in[0])
-        return;
-    scanfuse_dtype dt = f->values[n->in[0]].dtype;
-    if (dt != SCANFUSE_FLOAT16 && dt != SCANFUSE_BFLOAT16) return;
-    const bool h = dt == SCANFUSE_FLOAT16;
-    const int e = h ? 1008 : 896;
-    sf_buf_printf(us, "static constexpr int US = %d;\nstatic constexpr u32 US_SP = %s;\n", e, h ? "0x7c00u" : "0x7f80u");
-    sf_buf_printf(us, "static __device__ __forceinline__ T us_up(T v) { return v * 0x1p%d; }\n", e);
-    sf_buf_printf(us, "static __device__ __forceinline__ T us_dn(T v) { return v * 0x1p-%d; }\n", e);
-    /* sign to bit 31, exponent and fraction to bits 20.. of the high word: an arithmetic
-     * shift of the element in the top half of a word, its copies of the sign and the
-     * bits of the word's other element masked off (us_lo: the word's low element, us_hi:
-     * its high one) */
-    const int sh = h ? 6 : 3;
-    const char *mk = h ? "0x81fffc00u" : "0x8fffe000u";
-    sf_buf_printf(us, "static __device__ __forceinline__ T us_lo(u32 q) { return sf_b2d((u64)((u32)((i32)(q << 16) >> %d) & %s) << 32); }\n", sh, mk);
-    sf_buf_printf(us, "static __device__ __forceinline__ T us_hi(u32 q) { return sf_b2d((u64)((u32)((i32)q >> %d) & %s) << 32); }\n", sh, mk);
-    /* the largest |element| bits of each half (sp holds two): one SIMD max a word */
-    sf_buf_puts(us, "static __device__ __forceinline__ u32 us_max2(u32 a, u32 b) {\n#if defined(__CUDA_ARCH__)\nreturn __vmaxu2(a, b);\n#else\n"
-                    "return ((a & 0xffffu) > (b & 0xffffu) ? a & 0xffffu : b & 0xffffu) | ((a >> 16) > (b >> 16) ? a & 0xffff0000u : b & 0xffff0000u);\n#endif\n}\n");
-    sf_buf_puts(us, "static __device__ __forceinline__ bool us_special(u32 sp) { return (sp & 0xffffu) >= US_SP || (sp >> 16) >= US_SP; }\n");
-    /* N steps, as ld_items_s reads them: from the stage by 16-byte reads where N is a
-     * multiple of 8 (a lane's V of a 16-bit input alone), else element by element
-     * (strips of fewer steps, where a wider output or row_vec sets V; those of one step
-     * are not staged, too short for a cp.async, so from global memory as there) */
-    sf_buf_puts(us, "template <int N> static __device__ __forceinline__ void ld_items_us(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N], u32& sp) {\n");
-    sf_buf_printf(us, "const char* q0 = s + %d * ts + rel * 2;\nconst i64 plo = %s;\n(void)plo;\n", stg[in],
-                  rev ? "len - t0 - N" : "t0");
-    sf_buf_printf(us, "if constexpr (N %% 8 != 0) {\nu16 r[N];\nif constexpr (sf_stageable<u16, N>::v) sf_vload(r, (const u16*)q0);\n"
-                      "else sf_vload(r, (const u16*)a.ptr[%d] + (b.o[%d] + plo));\n"
-                      "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nv[k] = us_lo((u32)r[%s]);\nsp = us_max2(sp, (u32)r[%s] & 0x7fffu);\n}\nreturn;\n}\n",
-                  in, in, rev ? "N - 1 - k" : "k", rev ? "N - 1 - k" : "k");
-    sf_buf_puts(us, "#pragma unroll\nfor (int i = 0; i < N / 8; ++i) {\nconst uint4 w = ((const uint4*)q0)[i];\n");
-    sf_buf_puts(us, "const u32 q[4] = {w.x, w.y, w.z, w.w};\n"
-                    "sp = us_max2(sp, us_max2(us_max2(q[0] & 0x7fff7fffu, q[1] & 0x7fff7fffu), us_max2(q[2] & 0x7fff7fffu, q[3] & 0x7fff7fffu)));\n"
-                    "#pragma unroll\nfor (int j = 0; j < 4; ++j) {\n");
-    if (rev)
-        sf_buf_puts(us, "v[N - 1 - (8 * i + 2 * j)] = us_lo(q[j]);\nv[N - 2 - (8 * i + 2 * j)] = us_hi(q[j]);\n}\n}\n}\n");
-    else
-        sf_buf_puts(us, "v[8 * i + 2 * j] = us_lo(q[j]);\nv[8 * i + 2 * j + 1] = us_hi(q[j]);\n}\n}\n}\n");
-}
-
 /* Whether value v, broadcast against a kernel of nd dims, varies along the kernel's dim
  * of len steps (its dims aligned to the kernel's last ones). */
 static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
@@ -604,7 +546,7 @@ static bool scan_varying(const sf_value *v, int dim, int nd, int64_t len) {
  * bytes a step of the inputs Io::stage copies (SB); *nbc: how many inputs of a row
  * kernel are read again by every row while varying along the scan (not staged). */
 static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan_kind *sk,
-                         int anchor, int *sbp, int *nbcp, sf_buf *rk, bool *oipp, sf_buf *usm) {
+                         int anchor, int *sbp, int *nbcp, sf_buf *rk, bool *oipp) {
     const scanfuse_fusion *f = g->f;
     const sf_node *n = &f->nodes[anchor];
     const sf_value *x = &f->values[n->in[0]], *y = &f->values[n->out[0]];
@@ -873,7 +815,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         }
         sf_buf_puts(src, "return fast;\n}\n");
         *oipp = emit_rake_stores(rk, f, k, st_ops, ld_ops, stg, rev, stv.data);
-        emit_rake_us(usm, f, k, n, ld_ops, stg, rev, sk);
         emit_col_stage(src, f, k, ld_ops, dim, nd, x->shape, rev, soff, ldv.data, sk->elem);
         sf_buf_puts(src, "};\n");
     }
@@ -1018,12 +959,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int inb = 0; /* the bytes a step that staged tiles hold (Io::SB) */
     int nbc = 0; /* inputs read again by every row, varying along the scan */
     sf_buf rkm = {0}; /* the members of the raked row tiles' Io (row_rake=2) */
-    sf_buf usm = {0}; /* their unscaled domain's (Io::US), where the input allows it */
     bool oip = false; /* the outputs fit over the staged inputs (Io::OIP) */
-    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc, &rkm, &oip, &usm)) {
+    if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc, &rkm, &oip)) {
         free(rkm.data);
-        free(usm.data);
-        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+            sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
         return SCANFUSE_ERROR_UNSUPPORTED;
     }
     sf_buf *src = g->src;
@@ -1210,7 +1149,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           minb, ki, io, io, items, vec, gsz, g2, excl ? "true" : "false", (long long)rows,
                           (long long)len, (long long)tpr);
             free(rkm.data);
-            free(usm.data);
             return SCANFUSE_OK;
         }
         int bps = threads == 512 ? (minb + 1) / 2 : threads == 128 ? 2 * minb : minb;
@@ -1253,10 +1191,16 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (w1 >= 4096 || ntiles - w1 >= ((int64_t)1 << 20)) w1 = 0;
         }
         /* The first wave paced by tile (sf_row_next's STG, ns a tile, for the NRES blocks
-         * that fit the GPU at once; lb_stagger=0: not paced). */
-        int stg = lb ? sf_cg_tune("lb_stagger", 0) : 0;
-        if (stg < 0) stg = 0;
+         * that fit the GPU at once), by default 12 ns in launches of at most 32 waves.
+         * H200, NOTES session 29 run 6, one round against the default in the same run:
+         * 1-D float32 2^26 (12 waves) 0.788 -> 0.827 of copy, 2^24 (3) 0.723 -> 0.760,
+         * bfloat16 2^28 (21) 0.763 -> 0.776; float32 2^28 (50 waves) 0.825 -> 0.819, so
+         * not there; [64, 131072] and float32 [32, 2^20] level (0.81-0.84).
+         * lb_stagger=0: never; N: N ns in any look-back launch. */
         const int64_t nres = (int64_t)sms * bps;
+        int stg = sf_cg_tune("lb_stagger", -1);
+        if (stg < 0) stg = ntiles <= 32 * nres ? 12 : 0;
+        if (!lb) stg = 0;
         /* sf_row_scan's trailing template arguments (GAL, EARLY_AGG, W1, STG, NRES), up to
          * the last that differs from its default */
         char tail[96] = "";
@@ -1275,14 +1219,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
             for (int i = 0; sf_cuda_rake_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_rake_skeleton[i]);
-            /* the unscaled domain (Io::US) in look-back rows: H200, NOTES session 29 run
-             * 2, the bit moves alone (no inf / NaN check) against the conversion in the
-             * same run: float16 [32, 2^20] 0.768-0.780 -> 0.825 of copy; not in one-tile
-             * rows (bfloat16 [4096, 4096] dim 1 0.881 -> 0.860), nor in the unraked 1-D
-             * tiles (float16 and bfloat16 0.77 -> 0.74).  cvt_us=0: never. */
-            const bool us = lb && usm.data && sf_cg_tune("cvt_us", 1) == 1;
-            sf_buf_printf(src, "struct %s : %s {\n%s%s};\n", rio, io, rkm.data ? rkm.data : "",
-                          us ? usm.data : "static constexpr int US = 0;\n");
+            sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"
                           "sf_row_rake_scan<%s::Op, %s, %d, %d, %d, %d, %d, %s, %s, %s, %d%s>(a, %lldll, %lldll, %lldll);\n}\n\n",
@@ -1387,7 +1324,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                           (long long)ncols, (long long)len,
                           (long long)nch, (long long)sncb);
             free(rkm.data);
-            free(usm.data);
             return SCANFUSE_OK;
         }
         int64_t ntiles = nchunks * ncb;
@@ -1437,7 +1373,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
                       (long long)len, (long long)nchunks, (long long)ncb);
     }
     free(rkm.data);
-    free(usm.data);
     return SCANFUSE_OK;
 }
 

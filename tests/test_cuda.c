@@ -727,24 +727,29 @@ static void build_programs(void) {
     prog_scans(SCANFUSE_FLOAT32, S2(5, 65536), 1, "lb_w1=3", G_DEFAULT);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 70000), 1, "lb_w1=2,row_rake=2", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_w1=0", G_DEFAULT);
-    /* The first wave paced by tile (lb_stagger=ns a tile): 1-D, raked rows.  The
-     * unscaled sums of raked look-back rows of float16 / bfloat16 (Io::US, the default):
-     * rows of whole tiles with rare infinities and NaNs (the runs that hold one read
-     * again by the conversion) and subnormals, dense special values, both directions;
-     * the conversion's sums (cvt_us=0). */
+    /* The first wave paced by tile (lb_stagger=ns a tile; by default 12 in launches of at
+     * most 32 waves): 1-D and raked rows, forced, and off.  Raked look-back rows of
+     * float16 / bfloat16 with rare infinities and NaNs and some subnormals (G_RARE;
+     * cumsum only: products of such inputs overflow and underflow, and a tree of them
+     * may meet inf * 0 where the left-to-right product does not, docs/OPS.md), strips of
+     * 2 and 4 steps (wider outputs), dense special values. */
     prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_stagger=10", G_DEFAULT);
     prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, "lb_stagger=12", G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, NULL, G_RARE);
-    prog_scans(SCANFUSE_BFLOAT16, S2(3, 49152), 1, NULL, G_RARE);
+    prog_scans(SCANFUSE_FLOAT32, S1(200003), 0, "lb_stagger=0", G_DEFAULT);
+    {
+        static const char *const rare[] = {
+            "input x: float16[4, 65536]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n",
+            "input x: bfloat16[3, 49152]\ny = cumsum(x, dim=1, reverse=true)\nz = cumsum(x, dim=1, exclusive=true)\noutput y, z\n",
+            "input x: float16[3, 40000]\ny = cumsum(x, dim=1, dtype=float64)\n"
+            "z = cumsum(x, dim=1, exclusive=true, reverse=true, dtype=float32)\noutput y, z\n"};
+        for (int i = 0; i < 3; i++) {
+            prog *p = prog_raw(rare[i], T_SUM);
+            p->gen[0] = G_RARE;
+            if (i == 2) p->tune = "row_rake=1";
+        }
+    }
     prog_scans(SCANFUSE_FLOAT16, S2(2, 49152), 1, NULL, G_SPECIAL);
     prog_scans(SCANFUSE_BFLOAT16, S2(3, 49152), 1, NULL, G_DEFAULT);
-    prog_scans(SCANFUSE_FLOAT16, S2(4, 65536), 1, "cvt_us=0", G_RARE);
-    { /* strips of 2 and 4 steps (wider outputs), read element by element */
-        prog *p = prog_raw("input x: float16[3, 40000]\ny = cumsum(x, dim=1, dtype=float64)\n"
-                           "z = cumsum(x, dim=1, exclusive=true, reverse=true, dtype=float32)\noutput y, z\n", T_SUM);
-        p->tune = "row_rake=1";
-        p->gen[0] = G_RARE;
-    }
     /* column tiles staged in shared memory (the default): 1-, 2-, 4- and 8-byte columns
      * (32 columns a tile), 32 steps a thread (col_l=32), a 3-d tensor
      * whose inner column dim holds whole column blocks (64) or not (40: some tiles

@@ -129,24 +129,22 @@ for spec in "f32 lb_w1=3" "f32 lb_w1=0" "i64rows lb_w1=5,row_g=2,row_g2=3" "rkbi
             "widths lb_w1=2,row_stage=0" "rkrev lb_w1=1,row_g=2,row_g2=2"; do
     emu $spec
 done
-# raked look-back rows of 16-bit floats sum in the unscaled domain (Io::US, the default):
-# whole tiles, both directions; float16 with rare infinities and NaNs and some subnormals
-# (ties 3: the runs holding one are read again by the conversion; float16 sums in double
-# are exact, so bit for bit), dense special values (ties 1); bfloat16 on both; the
-# conversion's sums (cvt_us=0) and the first wave paced by tile (lb_stagger)
-printf 'input x: float16[4, 65536]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/usf16.sf"
-printf 'input x: bfloat16[3, 49152]\ny = cumsum(x, dim=1, reverse=true)\nz = cumsum(x, dim=1, exclusive=true)\noutput y, z\n' > "$D/usbf16.sf"
-emu usf16 "" 0 3 21
-emu usf16 "" 0 1 22
-EMU_NTH=2 emu usf16 "" 0 3 23
-emu usbf16 "" 0 0 24
-emu usbf16 "" 0 1 25
-emu usf16 cvt_us=0 0 3 26
-emu usf16 lb_stagger=12 0 3 27
-# ... strips of 2 and 4 steps a lane (float64 and float32 outputs set V), element by element
-printf 'input x: float16[3, 40000]\ny = cumsum(x, dim=1, dtype=float64)\nz = cumsum(x, dim=1, exclusive=true, reverse=true, dtype=float32)\noutput y, z\n' > "$D/usw.sf"
-emu usw row_rake=1 0 3 28
-EMU_NTH=2 emu usw row_rake=1 0 3 29
+# raked look-back rows of 16-bit floats: whole tiles, both directions; float16 with rare
+# infinities and NaNs and some subnormals (ties 3; float16 sums in double are exact, so
+# bit for bit), dense special values (ties 1); bfloat16 on both; the first wave paced by
+# tile (lb_stagger); strips of 2 and 4 steps a lane (float64 and float32 outputs set V)
+printf 'input x: float16[4, 65536]\ny = cumsum(x, dim=1)\nz = cumsum(x, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/rrf16.sf"
+printf 'input x: bfloat16[3, 49152]\ny = cumsum(x, dim=1, reverse=true)\nz = cumsum(x, dim=1, exclusive=true)\noutput y, z\n' > "$D/rrbf16.sf"
+emu rrf16 "" 0 3 21
+emu rrf16 "" 0 1 22
+EMU_NTH=2 emu rrf16 "" 0 3 23
+emu rrbf16 "" 0 0 24
+emu rrbf16 "" 0 1 25
+emu rrf16 lb_stagger=0 0 3 26
+emu rrf16 lb_stagger=12 0 3 27
+printf 'input x: float16[3, 40000]\ny = cumsum(x, dim=1, dtype=float64)\nz = cumsum(x, dim=1, exclusive=true, reverse=true, dtype=float32)\noutput y, z\n' > "$D/rrw.sf"
+emu rrw row_rake=1 0 3 28
+EMU_NTH=2 emu rrw row_rake=1 0 3 29
 emu f32 lb_stagger=10
 # special values (NaN, infinities, signed zeros; any NaN matches any NaN) and the strided
 # path (noflags=1), 16-bit floats too
