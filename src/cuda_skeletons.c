@@ -474,7 +474,7 @@ const char *const sf_cuda_skeletons[] = {
     "// shared memory by cp.async (Io::stage) when the tile starts, and both passes read",
     "// them from there (Io::ld_items_s): no registers hold the loads in flight, so more",
     "// blocks fit an SM, and pass two does not go back to the L2.",
-    "// GAL: sf_lookback's.",
+    "// GAL: sf_lookback's; STG, NRES: sf_row_next's (the first wave's pacing).",
     "template <class Op, class Io, int THREADS, int ITEMS, int V, int G, int G2, bool LB, bool EXCL, bool STAGE,",
     "          bool GAL = false, bool EARLY_AGG = false, int W1 = 0, int STG = 0, int NRES = 0>",
     "__device__ __forceinline__ void sf_row_scan(const sf_args& a, i64 rows, i64 len, i64 tpr) {",
