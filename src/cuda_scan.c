@@ -962,7 +962,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     bool oip = false; /* the outputs fit over the staged inputs (Io::OIP) */
     if (!emit_scan_io(g, k, io, &sk, anchor, &inb, &nbc, &rkm, &oip)) {
         free(rkm.data);
-            sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
+        sf_msg(msg, msglen, "cuda: a kernel needs more than %d operands", SF_CUDA_MAXOPS);
         return SCANFUSE_ERROR_UNSUPPORTED;
     }
     sf_buf *src = g->src;
@@ -1201,20 +1201,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int stg = sf_cg_tune("lb_stagger", -1);
         if (stg < 0) stg = ntiles <= 32 * nres ? 12 : 0;
         if (!lb) stg = 0;
-        /* sf_row_scan's trailing template arguments (GAL, EARLY_AGG, W1, STG, NRES), up to
-         * the last that differs from its default */
-        char tail[96] = "";
-        if (stg > 0)
-            snprintf(tail, sizeof tail, ", %s, %s, %lld, %d, %lld", gal ? "true" : "false", early ? "true" : "false",
-                     (long long)w1, stg, (long long)nres);
-        else if (w1 > 0)
-            snprintf(tail, sizeof tail, ", %s, %s, %lld", gal ? "true" : "false", early ? "true" : "false",
-                     (long long)w1);
-        else if (early) snprintf(tail, sizeof tail, ", %s, true", gal ? "true" : "false");
-        else if (gal) snprintf(tail, sizeof tail, ", true");
-        char w1s[64] = ""; /* sf_row_rake_scan's W1, STG, NRES */
+        /* the trailing template arguments W1, STG, NRES (both row skeletons end with them),
+         * and sf_row_scan's GAL, EARLY_AGG before them, up to the last that differs from
+         * its default */
+        char w1s[64] = "";
         if (stg > 0) snprintf(w1s, sizeof w1s, ", %lld, %d, %lld", (long long)w1, stg, (long long)nres);
         else if (w1 > 0) snprintf(w1s, sizeof w1s, ", %lld", (long long)w1);
+        char tail[96] = "";
+        if (w1s[0])
+            snprintf(tail, sizeof tail, ", %s, %s%s", gal ? "true" : "false", early ? "true" : "false", w1s);
+        else if (early) snprintf(tail, sizeof tail, ", %s, true", gal ? "true" : "false");
+        else if (gal) snprintf(tail, sizeof tail, ", true");
         if (rake) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
