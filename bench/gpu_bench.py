@@ -431,21 +431,56 @@ def example_case(sf, stream, args, copy, gen, out_rows, path, label):
         ulp = torch.finfo(torch.bfloat16).eps * ref[-1].float().abs().clamp_min(1e-30)
         row["routing_equal_torch"] = bool(same)
         row["combine_max_ulps_vs_torch"] = float((diff / ulp).max())
+        # Where the routing differs: torch.topk leaves the order of equal logits open,
+        # scanfuse's topk takes the lower expert id first (docs/OPS.md).  So: are the
+        # chosen logits the same values (the differences are ties only), do scanfuse's
+        # experts follow that rule exactly (a stable descending sort), and, routed by
+        # scanfuse's experts, does PyTorch compute every other output the same?
+        logits, k = inputs[0], MOE_K[label]
+        e_sf, e_t = outputs[0], ref[0]
+        row["tokens_routed_differently"] = int((e_sf != e_t).any(1).sum())
+        row["routing_differs_only_at_ties"] = bool(torch.equal(logits.gather(1, e_sf), logits.gather(1, e_t)))
+        stable = torch.sort(logits.float(), dim=1, descending=True, stable=True).indices[:, :k]
+        row["experts_equal_stable_rule"] = bool(torch.equal(e_sf, stable))
+        ref2 = torch_moe(logits, inputs[1], k, expert=e_sf)
+        names = ["expert", "score", "counts", "offsets", "starts", "aligned", "perm", "inverse", "permuted"]
+        row["outputs_differing_on_same_routing"] = [names[i] for i in range(len(ref2) - 1)
+                                                    if not torch.equal(outputs[i], ref2[i])]
+        # the router scores (sigmoid in float32): each side's distance from the float64
+        # sigmoid of the same logits, in float32 ulps of it, and from each other
+        exact = torch.sigmoid(logits.gather(1, e_sf).double())
+        f32ulp = lambda t: (t.double() - exact).abs() / (exact.abs() * 2.0 ** -23)  # noqa: E731
+        row["score_max_ulps_scanfuse"] = float(f32ulp(outputs[1]).max())
+        row["score_max_ulps_torch"] = float(f32ulp(ref2[1]).max())
+        row["score_differing"] = int((outputs[1] != ref2[1]).sum())
+        d2 = (outputs[-1].float() - ref2[-1].float()).abs()
+        u2 = torch.finfo(torch.bfloat16).eps * ref2[-1].float().abs().clamp_min(1e-30)
+        row["combine_max_ulps_on_same_routing"] = float((d2 / u2).max())
         print(f"{label}: scanfuse {t_sf * 1e6:.1f} us (graph {row['scanfuse_graph_us'] or 0:.1f}) | "
               f"torch eager {row['torch_eager_us']:.1f} us, compile {row.get('torch_compile_us') or 0:.1f} us; "
-              f"routing equal {same}, combine {row['combine_max_ulps_vs_torch']:.2f} ulp apart", flush=True)
+              f"routing equal {same} ({row['tokens_routed_differently']} tokens differ, ties only "
+              f"{row['routing_differs_only_at_ties']}, lower id first {row['experts_equal_stable_rule']}), "
+              f"combine {row['combine_max_ulps_vs_torch']:.2f} ulp apart; on scanfuse's routing, outputs "
+              f"differing {row['outputs_differing_on_same_routing'] or 'none'}, combine "
+              f"{row['combine_max_ulps_on_same_routing']:.2f} ulp; scores {row['score_differing']} differ, "
+              f"from float64 {row['score_max_ulps_scanfuse']:.2f} ulp (scanfuse) / "
+              f"{row['score_max_ulps_torch']:.2f} (torch)", flush=True)
     out_rows.append(row)
 
 
 MOE_K = {"moe_routing": 1, "moe_routing_deepseek": 8}  # k of each MoE example
 
 
-def torch_moe(logits, hidden, k, align=128):
+def torch_moe(logits, hidden, k, align=128, expert=None):
     """examples/moe_routing*.sf in PyTorch, output for output (the histogram by scatter_add:
-    bincount would wait for the host)."""
+    bincount would wait for the host).  expert: route by these expert ids [T, k] instead
+    of torch.topk's (whose order among equal logits is unspecified)."""
     T, E = logits.shape
     H = hidden.shape[1]
-    top, expert = torch.topk(logits, k, dim=1)
+    if expert is None:
+        top, expert = torch.topk(logits, k, dim=1)
+    else:
+        top = logits.gather(1, expert)
     score = torch.sigmoid(top.float())
     pairs = expert.reshape(T * k)
     counts = torch.zeros(E, dtype=torch.int64, device=logits.device).scatter_add_(0, pairs, torch.ones_like(pairs))
