@@ -32,7 +32,8 @@
  * a misaligned device pointer must be rejected, and a 2^28-element float32 cumsum must be
  * bit-identical over 10 runs (and within the accuracy target of a double-double
  * reference).  SF_CUDA_TEST_BIG=1 adds a cumsum over 2^31 + 7 uint8 elements into int32
- * (10.6 GB of device memory), checked element by element.
+ * (10.6 GB of device memory) and one over 2^31 + 7 float32 elements (17.2 GB), each
+ * checked element by element.
  *
  * Environment: SF_CUDA_TEST_FILTER=TEXT runs only the programs whose text or tuning
  * contains TEXT (several: A|B|C; the bad-tensor, determinism and big checks then run only
@@ -2411,6 +2412,58 @@ static void chained_runs(void) {
     sf_cuda_stream_destroy(0, stream);
 }
 
+/* 2^31 + 7 float32 elements through the 1-D look-back (262145 tiles, far past the
+ * static and paced first waves): integer values in {-2, -1, 1, 2} drawn by a hash of
+ * the position (splitmix64, so the sums walk about: a tile read or written at the
+ * wrong place shows), whose partial sums are exact in double, so every output must be
+ * the float32 rounding of the exact sum. */
+static uint64_t splitmix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static void big_f32(void) {
+    const int64_t n = ((int64_t)1 << 31) + 7;
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr = compile_prog("input x: float32[2147483655]\ny = cumsum(x, dim=0)\noutput y\n",
+                                        SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
+    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    void *dx = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    if (!pr || !x || !y || sf_cuda_alloc(0, (size_t)n * 4, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)n * 4, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        printf("SKIP big float32: %s\n", pr ? msg : "no program");
+        goto done;
+    }
+    static const float vals[4] = {-2.0f, -1.0f, 1.0f, 2.0f};
+    for (int64_t i = 0; i < n; i++) x[i] = vals[splitmix64((uint64_t)i) >> 62];
+    CHECK_STATUS(sf_cuda_copy_to_device(0, dx, x, (size_t)n * 4, msg, sizeof msg), SCANFUSE_OK);
+    int64_t shape[1] = {n};
+    scanfuse_dl_tensor tx = {dx, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+    scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 1, {SCANFUSE_DL_FLOAT, 32, 1}, shape, NULL, 0};
+    CHECK_STATUS(scanfuse_run(pr, &tx, 1, &ty, 1), SCANFUSE_OK);
+    CHECK_STATUS(sf_cuda_copy_to_host(0, y, dy, (size_t)n * 4, msg, sizeof msg), SCANFUSE_OK);
+    int64_t s = 0, bad = 0, first = -1, big_s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += (int64_t)x[i];
+        big_s = llabs(s) > big_s ? llabs(s) : big_s;
+        if (y[i] != (float)s && bad++ == 0) first = i;
+    }
+    CHECKF(bad == 0, "float32 cumsum over 2^31+7 elements: %lld wrong outputs, the first at %lld", (long long)bad,
+           (long long)first);
+    printf("big: cumsum of 2^31+7 float32 elements (partial sums up to %lld): %s\n", (long long)big_s,
+           bad ? "WRONG" : "ok");
+done:
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+    free(x);
+    free(y);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
 /* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
 static void big(void) {
     const int64_t n = ((int64_t)1 << 31) + 7;
@@ -2587,7 +2640,10 @@ static void part_b(void) {
         expanded_inputs(true);
         chained_runs();
         const char *b = getenv("SF_CUDA_TEST_BIG");
-        if (b && strcmp(b, "1") == 0) big();
+        if (b && strcmp(b, "1") == 0) {
+            big();
+            big_f32();
+        }
     }
 }
 
