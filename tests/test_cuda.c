@@ -2139,6 +2139,16 @@ static uint64_t hash_f32(const float *y, int64_t n) {
     return h;
 }
 
+/* The buffers of one checked run, freed (any of them may be NULL). */
+static void release_run(void *dx, void *dy, void *x, void *y, scanfuse_program *pr, scanfuse_fusion *f) {
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+    free(x);
+    free(y);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
 /* The look-back's lb_ga=1 (the default: each tile folds the previous group's tile
  * aggregates itself) folds the same aggregates in the same order as waiting for the
  * group's aggregate (lb_ga=0), so it gives the same bits, at the default groups and at
@@ -2195,10 +2205,7 @@ static void lookback_variants(void) {
     }
     printf("look-back variants: %d of %d pairs bit-identical\n", same, pairs);
 done:
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-    free(x);
-    free(y);
+    release_run(dx, dy, x, y, NULL, NULL);
 }
 
 /* A 2^28-element float32 cumsum (32768 tiles, so the look-back sleeps before its first
@@ -2248,12 +2255,7 @@ static void determinism(const char *tune) {
     printf("determinism%s%s: 10 runs of a 2^28-element float32 cumsum are bit-identical: %s; accurate: %s\n",
            tune ? " under " : "", tune ? tune : "", same ? "yes" : "NO", bad == 0 ? "yes" : "NO");
 done:
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-    free(x);
-    free(y);
-    scanfuse_program_free(pr);
-    scanfuse_fusion_free(f);
+    release_run(dx, dy, x, y, pr, f);
 }
 
 /* A misaligned device pointer is rejected; a tensor on the CPU is rejected. */
@@ -2456,12 +2458,7 @@ static void big_f32(void) {
     printf("big: cumsum of 2^31+7 float32 elements (partial sums up to %lld): %s\n", (long long)big_s,
            bad ? "WRONG" : "ok");
 done:
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-    free(x);
-    free(y);
-    scanfuse_program_free(pr);
-    scanfuse_fusion_free(f);
+    release_run(dx, dy, x, y, pr, f);
 }
 
 /* 2^31 + 7 elements: cumsum of uint8 into int32 (wrapping), every output checked. */
@@ -2495,12 +2492,7 @@ static void big(void) {
     CHECKF(bad == 0, "cumsum over 2^31+7 elements: %lld wrong outputs", (long long)bad);
     printf("big: cumsum of 2^31+7 uint8 elements into int32: %s\n", bad ? "WRONG" : "ok");
 done:
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-    free(x);
-    free(y);
-    scanfuse_program_free(pr);
-    scanfuse_fusion_free(f);
+    release_run(dx, dy, x, y, pr, f);
 }
 
 /* One program of part B, fused and op by op, in its layouts.  Returns whether it ran. */
