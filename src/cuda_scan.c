@@ -39,7 +39,7 @@
  * value is finite, the GPU may return that finite value where the CPU returns inf.)
  *
  * Tuning knobs (benchmarks; they change the generated code and so the cache key):
- * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0,lb_stagger=-,row_pg=0"
+ * SCANFUSE_CUDA_TUNE="row_items=0,row_threads=0,row_g=128,row_g2=128,row_minb=4,warp_max=1024,col_l=0,col_g=0,col_g2=0,col_minb=0,col_stage=1,col_w=32,lb_wait_ns=32,lb_wait_max=512,lb_wait_first=2000,lb_wait_first_min=24,lb_early=-,lb_ticket=1,lb_w1=1,lb_done=1,row_vec=0,row_pipe=0,row_stage=1,row_stage1=2,lb_ga=1,row_io1=2,st16=1,col_stream=-,col_ring=4,col_hold=-,f64_dd=0,lb_stagger=-"
  * (row_items=0, row_threads=0, row_minb (4, 6 or 5 by the kernel), col_l=0, col_g=0 and
  * col_g2=0 choose from the shape;
  * row_threads=256 keeps look-back rows in blocks of 256, row_threads=128 puts one-tile
@@ -64,8 +64,7 @@
  * 1 keeps a thread's steps from pass one to pass two, 2 the same but refills a stage
  * only after that pass two, 0 reads and converts them again); lb_stagger=N paces the
  * look-back rows' first wave, N ns a tile (sf_row_next; by default 12 in launches of at
- * most 32 waves, 0: never); row_pg=1 folds pass one's strips as each lands (a cp.async
- * group a strip; 0, the default: once the whole tile has landed).
+ * most 32 waves, 0: never).
  * Measurements, never defaults: lb_trace=1 (tile phase records, bench/lb_trace.py).
  * Elsewhere: pdl=0 (no
  * programmatic dependent launch, cuda_codegen.c), pdl_first=0 (the run's first kernel
@@ -1205,12 +1204,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* the trailing template arguments W1, STG, NRES (both row skeletons end with them),
          * and sf_row_scan's GAL, EARLY_AGG before them, up to the last that differs from
          * its default */
-        /* Pass one's strips folded as each lands (sf_row_scan's PG: a cp.async group a
-         * strip; tuning row_pg=1, an experiment, off by default) */
-        const bool pg = early && stage && !rake && sf_cg_tune("row_pg", 0) == 1;
         char w1s[64] = "";
-        if (pg) snprintf(w1s, sizeof w1s, ", %lld, %d, %lld, true", (long long)w1, stg, (long long)(stg > 0 ? nres : 0));
-        else if (stg > 0) snprintf(w1s, sizeof w1s, ", %lld, %d, %lld", (long long)w1, stg, (long long)nres);
+        if (stg > 0) snprintf(w1s, sizeof w1s, ", %lld, %d, %lld", (long long)w1, stg, (long long)nres);
         else if (w1 > 0) snprintf(w1s, sizeof w1s, ", %lld", (long long)w1);
         char tail[96] = "";
         if (w1s[0])
