@@ -2414,17 +2414,19 @@ static void chained_runs(void) {
     sf_cuda_stream_destroy(0, stream);
 }
 
-/* 2^31 + 7 float32 elements through the 1-D look-back (262145 tiles, far past the
- * static and paced first waves): integer values in {-2, -1, 1, 2} drawn by a hash of
- * the position (splitmix64, so the sums walk about: a tile read or written at the
- * wrong place shows), whose partial sums are exact in double, so every output must be
- * the float32 rounding of the exact sum. */
+/* A well-mixed 64-bit hash of z (splitmix64's output function). */
 static uint64_t splitmix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+/* 2^31 + 7 float32 elements through the 1-D look-back (262145 tiles, far past the
+ * static and paced first waves): integer values in {-2, -1, 1, 2} drawn by a hash of
+ * the position (so the sums walk about, to +-82609: a tile read or written at the
+ * wrong place shows), whose partial sums are exact in double, so every output must be
+ * the float32 rounding of the exact sum. */
 static void big_f32(void) {
     const int64_t n = ((int64_t)1 << 31) + 7;
     scanfuse_fusion *f = NULL;
