@@ -373,6 +373,12 @@ def fused_case(sf, stream, args, copy, gen, out_rows):
     out_rows.append(row)
 
 
+def max_bf16_ulps(out, ref):
+    """The largest distance of out from ref, in bfloat16 epsilons of |ref|."""
+    ulp = torch.finfo(torch.bfloat16).eps * ref.float().abs().clamp_min(1e-30)
+    return float(((out.float() - ref.float()).abs() / ulp).max())
+
+
 def example_case(sf, stream, args, copy, gen, out_rows, path, label):
     """An example program (MoE routing): scanfuse's time on random inputs."""
     text = open(path).read()
@@ -427,10 +433,8 @@ def example_case(sf, stream, args, copy, gen, out_rows, path, label):
             prog()
         stream.synchronize()
         same = all(torch.equal(outputs[i], ref[i]) for i in range(len(ref) - 1))
-        diff = (outputs[-1].float() - ref[-1].float()).abs()
-        ulp = torch.finfo(torch.bfloat16).eps * ref[-1].float().abs().clamp_min(1e-30)
         row["routing_equal_torch"] = bool(same)
-        row["combine_max_ulps_vs_torch"] = float((diff / ulp).max())
+        row["combine_max_ulps_vs_torch"] = max_bf16_ulps(outputs[-1], ref[-1])
         # Where the routing differs: torch.topk leaves the order of equal logits open,
         # scanfuse's topk takes the lower expert id first (docs/OPS.md).  So: are the
         # chosen logits the same values (the differences are ties only), do scanfuse's
@@ -453,9 +457,7 @@ def example_case(sf, stream, args, copy, gen, out_rows, path, label):
         row["score_max_ulps_scanfuse"] = float(f32ulp(outputs[1]).max())
         row["score_max_ulps_torch"] = float(f32ulp(ref2[1]).max())
         row["score_differing"] = int((outputs[1] != ref2[1]).sum())
-        d2 = (outputs[-1].float() - ref2[-1].float()).abs()
-        u2 = torch.finfo(torch.bfloat16).eps * ref2[-1].float().abs().clamp_min(1e-30)
-        row["combine_max_ulps_on_same_routing"] = float((d2 / u2).max())
+        row["combine_max_ulps_on_same_routing"] = max_bf16_ulps(outputs[-1], ref2[-1])
         print(f"{label}: scanfuse {t_sf * 1e6:.1f} us (graph {row['scanfuse_graph_us'] or 0:.1f}) | "
               f"torch eager {row['torch_eager_us']:.1f} us, compile {row.get('torch_compile_us') or 0:.1f} us; "
               f"routing equal {same} ({row['tokens_routed_differently']} tokens differ, ties only "
