@@ -2335,6 +2335,63 @@ done:
     scanfuse_fusion_free(f);
 }
 
+/* A 1-D cumsum of one input expanded along the scan (one element at stride 0) under
+ * tuning tune: the staged look-back tiles take such an input on their vector path, with
+ * the stage holding its element (row_sbc=1) or read from global memory (the default).
+ * x = 1 everywhere: y[t] = t + 1, exact in float32; bfloat16 rounds it once (to nearest
+ * even, from float32, itself exact).  Several tiles and a partial last one. */
+static void expanded_1d(bool bf16, const char *tune) {
+    const int64_t n = 100003;
+    scanfuse_fusion *f = NULL;
+    scanfuse_program *pr = compile_prog(bf16 ? "input x: bfloat16[100003]\ny = cumsum(x, dim=0)\noutput y\n"
+                                             : "input x: float32[100003]\ny = cumsum(x, dim=0)\noutput y\n",
+                                        SCANFUSE_DEVICE_CUDA, 1, tune, &f);
+    CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
+    const size_t es = bf16 ? 2 : 4;
+    const float one = 1.0f;
+    const uint16_t one16 = 0x3f80; /* bfloat16 1.0 */
+    unsigned char *y = malloc((size_t)n * es);
+    void *dx = NULL, *dy = NULL;
+    char msg[SF_ERR_LEN];
+    if (!y || sf_cuda_alloc(0, 16, &dx, msg, sizeof msg) != SCANFUSE_OK ||
+        sf_cuda_alloc(0, (size_t)n * es, &dy, msg, sizeof msg) != SCANFUSE_OK) {
+        CHECKF(false, "expanded 1-D input: no memory");
+        goto done;
+    }
+    sf_cuda_copy_to_device(0, dx, bf16 ? (const void *)&one16 : (const void *)&one, es, msg, sizeof msg);
+    int64_t xs[1] = {n}, xst[1] = {0};
+    const scanfuse_dl_dtype dt = {bf16 ? SCANFUSE_DL_BFLOAT : SCANFUSE_DL_FLOAT, bf16 ? 16 : 32, 1};
+    scanfuse_dl_tensor in = {dx, {SCANFUSE_DL_CUDA, 0}, 1, dt, xs, xst, 0};
+    scanfuse_dl_tensor ty = {dy, {SCANFUSE_DL_CUDA, 0}, 1, dt, xs, NULL, 0};
+    CHECK_STATUS(scanfuse_run(pr, &in, 1, &ty, 1), SCANFUSE_OK);
+    sf_cuda_copy_to_host(0, y, dy, (size_t)n * es, msg, sizeof msg);
+    int64_t bad = 0;
+    for (int64_t t = 0; t < n; t++) {
+        const float e = (float)(t + 1);
+        uint32_t u;
+        memcpy(&u, &e, 4);
+        if (bf16) {
+            uint16_t got;
+            memcpy(&got, y + t * 2, 2);
+            bad += got != (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        } else {
+            float got;
+            memcpy(&got, y + t * 4, 4);
+            bad += got != e;
+        }
+    }
+    CHECKF(bad == 0, "expanded 1-D %s input (%s): %lld outputs wrong", bf16 ? "bfloat16" : "float32", tune ? tune : "defaults",
+           (long long)bad);
+    printf("expanded 1-D %s input (stride 0, %s): %s\n", bf16 ? "bfloat16" : "float32", tune ? tune : "defaults",
+           bad == 0 ? "ok" : "WRONG");
+done:
+    sf_cuda_free(0, dx);
+    sf_cuda_free(0, dy);
+    free(y);
+    scanfuse_program_free(pr);
+    scanfuse_fusion_free(f);
+}
+
 /* Runs queued back to back, each reading the previous one's output and writing the
  * buffer the run before it read (A -> B -> A -> ...), with no wait between them: with
  * pdl_first (the default) a run's first kernel may launch while the previous run's last
@@ -2632,6 +2689,10 @@ static void part_b(void) {
         lookback_variants();
         expanded_inputs(false);
         expanded_inputs(true);
+        for (int b16 = 0; b16 < 2; b16++) {
+            expanded_1d(b16, NULL);
+            expanded_1d(b16, "row_sbc=1");
+        }
         chained_runs();
         const char *b = getenv("SF_CUDA_TEST_BIG");
         if (b && strcmp(b, "1") == 0) {
