@@ -204,18 +204,10 @@ enum { VL_TEST, VL_VEC, VL_ONE };
  * or, with soff, from the staged tile in shared memory (s, rel, ts; inputs whose strip
  * fits a cp.async; the others from global memory). */
 static void emit_vec_loads(sf_buf *src, const scanfuse_fusion *f, const sf_cuda_kernel *k, uint32_t ops, int dim,
-                           const int *mode, const int *soff, bool sbc) {
+                           const int *mode, const int *soff) {
     for (int op = 0; op < k->nops; op++) {
         if (!(ops >> op & 1u) || k->ops[op].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[op].value].dtype);
-        if (sbc && soff && soff[op] >= 0 && mode[op] == VL_TEST) {
-            /* the stage holds the strip whatever the stride (stage()): one path */
-            sf_buf_printf(src, "%s r%d[N];\nif constexpr (sf_stageable<%s, N>::v) sf_vload(r%d, (const %s*)(s + %d * ts + rel * (int)sizeof(%s)));\n"
-                               "else if (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n}\n"
-                               "else sf_vload(r%d, (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
-                          raw, op, raw, op, raw, soff[op], raw, op, dim, op, raw, op, op, op, raw, op, op);
-            continue;
-        }
         if (mode[op] == VL_TEST)
             sf_buf_printf(src, "%s r%d[N];\nif (a.st[%d][%d] == 0) {\n#pragma unroll\nfor (int k = 0; k < N; ++k) r%d[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n}",
                           raw, op, op, dim, op, raw, op, op);
@@ -665,9 +657,6 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
         bool many_rows = row_kernel && sf_value_numel(x) > x->shape[dim];
         int io1 = sf_cg_tune("row_io1", 2);
         bool one_path = io1 == 1 || (io1 == 2 && (nin >= 2 || (narrow && many_rows)));
-        /* row_sbc=1 (an experiment): staged tiles stage a broadcast input too (its
-         * element N times, by plain shared stores), so their strip reads need no test */
-        const bool sbc = sf_cg_tune("row_sbc", 0) == 1;
         for (int op = 0; op < k->nops; op++)
             mode[op] = !one_path ? VL_TEST
                      : scan_varying(&f->values[k->ops[op].value], dim, nd, x->shape[dim]) ? VL_VEC : VL_ONE;
@@ -710,7 +699,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             for (int op = 0; op < k->nops; op++)
                 if ((ops >> op & 1u) && k->ops[op].out)
                     sf_buf_printf(src, "%s w%d[N];\n", sf_cg_rawtype(f->values[k->ops[op].value].dtype), op);
-            emit_vec_loads(src, f, k, ops, dim, mode, NULL, false);
+            emit_vec_loads(src, f, k, ops, dim, mode, NULL);
             sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                           rev ? "N - 1 - k" : "k");
             if (!isst) {
@@ -794,15 +783,11 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
             if (stg[op] < 0) continue;
             sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 1) sf_cp_async<N * (int)sizeof(%s)>(s + %d * ts + rel * (int)sizeof(%s), (const %s*)a.ptr[%d] + (b.o[%d] + plo));\n",
                           raw, op, dim, raw, stg[op], raw, raw, op, op);
-            if (sbc && mode[op] == VL_TEST) /* a broadcast along the scan: its one element N times */
-                sf_buf_printf(src, "if constexpr (sf_stageable<%s, N>::v) if (a.st[%d][%d] == 0) {\n%s w[N];\n#pragma unroll\nfor (int k = 0; k < N; ++k) w[k] = *((const %s*)a.ptr[%d] + b.o[%d]);\n"
-                                   "sf_vstore((%s*)(s + %d * ts + rel * (int)sizeof(%s)), w);\n}\n",
-                              raw, op, dim, raw, raw, op, op, raw, stg[op], raw);
         }
         sf_buf_puts(src, "}\n");
         sf_buf_puts(src, "template <int N> static __device__ __forceinline__ void ld_items_s(const sf_args& a, const B& b, i64 len, i64 t0, const char* s, int rel, int ts, T (&v)[N]) {\n");
         sf_buf_printf(src, "const i64 plo = %s;\n", rev ? "len - t0 - N" : "t0");
-        emit_vec_loads(src, f, k, ld_ops, dim, mode, stg, sbc);
+        emit_vec_loads(src, f, k, ld_ops, dim, mode, stg);
         sf_buf_printf(src, "#pragma unroll\nfor (int k = 0; k < N; ++k) {\nconst int kk = %s;\nconst i64 p = plo + kk;\n(void)p;\n",
                       rev ? "N - 1 - k" : "k");
         if (ldv.data) sf_buf_puts(src, ldv.data);
