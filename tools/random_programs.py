@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""random_programs.py — random, well-typed scanfuse programs for differential testing.
+
+Each program declares one or two inputs of a random dtype and shape (1 to 3 dims, sizes
+from 1 to 70001, at most 300000 elements) and applies 2 to 12 ops drawn from the scans
+(every scan op, both directions, inclusive and exclusive, with and without a dtype),
+pointwise unary and binary ops (broadcasting against keepdim results and literals),
+reductions over one or several dims, casts, where, views (permute, reshape, slice) and
+index ops built to be in range (topk, gather and take_along_dim with indices from
+argmax, one_hot, bincount).  Its outputs are a random subset of the values it computes,
+so values read both by a later kernel and by the caller appear too.  The program is
+valid by construction: a rejection is a finding, as is a crash or a failed --check.
+
+Dtypes are tracked as PyTorch promotes them, so that ops that refuse bool (neg, abs,
+relu, sub) or need a float (logcumsumexp, exp, ...) are only applied where they are
+defined.  Float comparisons only read inputs (a computed float compared with a
+threshold could flip between the fused result and the float64 reference legitimately).
+
+    tools/random_programs.py SEED COUNT DIR     writes DIR/p<seed>.sf for COUNT seeds
+    tools/check_programs.sh BIN DIR [args]      runs each with --check (a summary)
+"""
+import random
+import sys
+
+FLOATS = ['float32', 'float16', 'bfloat16', 'float64']
+INTS = ['int32', 'int64', 'uint8', 'int8']
+SIZES = [1, 2, 3, 5, 7, 16, 33, 64, 127, 300, 1000]
+LONG = [20000, 40000, 70001]  # several look-back tiles on a GPU
+MAX_ELEMENTS = 300000
+
+INT_RANK = {'bool': 0, 'uint8': 1, 'int8': 1, 'int16': 2, 'int32': 3, 'int64': 4}
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def promote(a, b):
+    """PyTorch's result dtype of a binary op on tensors of dtypes a and b."""
+    if a == b:
+        return a
+    fa, fb = a in FLOATS, b in FLOATS
+    if fa and fb:
+        if 'float64' in (a, b):
+            return 'float64'
+        return 'float32'  # float32 with a 16-bit float, or float16 with bfloat16
+    if fa or fb:
+        return a if fa else b
+    if {a, b} == {'uint8', 'int8'}:
+        return 'int16'
+    return a if INT_RANK[a] >= INT_RANK[b] else b
+
+
+def broadcastable(src, dst):
+    return len(src) == len(dst) and all(s == d or s == 1 for s, d in zip(src, dst))
+
+
+class Gen:
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+        self.vals = []  # (name, dtype, shape)
+        self.lines = []
+        self.n = 0
+
+    def new(self, dt, shape):
+        self.n += 1
+        name = 'v%d' % self.n
+        self.vals.append((name, dt, list(shape)))
+        return name
+
+    def inputs(self):
+        r = self.r
+        nd = r.choice([1, 2, 2, 3])
+        shape = [r.choice(SIZES) for _ in range(nd)]
+        if r.random() < 0.3:
+            shape[r.randrange(nd)] = r.choice(LONG)
+        while numel(shape) > MAX_ELEMENTS:
+            shape = [r.choice(SIZES) for _ in range(nd)]
+        for i in range(r.choice([1, 1, 2])):
+            dt = r.choice(FLOATS * 2 + INTS + ['bool'])
+            sh = list(shape)
+            if i > 0 and r.random() < 0.3:
+                sh[0] = 1  # broadcast against the first input
+            self.lines.append('input x%d: %s[%s]' % (i, dt, ', '.join(map(str, sh))))
+            self.vals.append(('x%d' % i, dt, sh))
+
+    def scan(self, name, dt, sh, dim):
+        r = self.r
+        op = r.choice(['cumsum'] * 3 + ['cumprod', 'cummax', 'cummin', 'logcumsumexp'])
+        if op == 'logcumsumexp' and dt not in FLOATS:
+            op = 'cumsum'
+        if op in ('cummax', 'cummin') and dt == 'bool':
+            op = 'cumsum'
+        args = [name, 'dim=%d' % dim]
+        if r.random() < 0.4:
+            args.append('exclusive=true')
+        if r.random() < 0.4:
+            args.append('reverse=true')
+        out = dt
+        if op in ('cumsum', 'cumprod'):
+            if dt in ('bool', 'uint8', 'int8', 'int16', 'int32'):
+                out = 'int64'
+            if r.random() < 0.2:
+                out = r.choice(['float32', 'float64', 'int64'])
+                args.append('dtype=%s' % out)
+        if op in ('cummax', 'cummin'):
+            v = self.new(out, sh)
+            i = self.new('int64', sh)
+            self.lines.append('%s, %s = %s(%s)' % (v, i, op, ', '.join(args)))
+        else:
+            self.lines.append('%s = %s(%s)' % (self.new(out, sh), op, ', '.join(args)))
+
+    def unary(self, name, dt, sh):
+        r = self.r
+        if dt == 'bool':
+            op = 'logical_not'
+        elif dt in FLOATS:
+            op = r.choice(['neg', 'abs', 'exp', 'sigmoid', 'tanh', 'relu', 'silu', 'sqrt', 'floor'])
+        else:
+            op = r.choice(['neg', 'abs', 'relu'])
+            if dt == 'uint8' and op == 'neg':
+                op = 'abs'
+        src = 'abs(%s)' % name if op == 'sqrt' else name
+        self.lines.append('%s = %s(%s)' % (self.new(dt, sh), op, src))
+
+    def binary(self, name, dt, sh):
+        r = self.r
+        if r.random() < 0.3:  # a literal: a weak scalar, the tensor's dtype stays
+            lit = r.choice(['2', '3', '-1']) if dt not in FLOATS else r.choice(['2', '0.5', '-1.5'])
+            op = r.choice(['add', 'mul', 'maximum', 'minimum'] + ([] if dt == 'bool' else ['sub']))
+            out = 'int64' if dt == 'bool' else dt
+            self.lines.append('%s = %s(%s, %s)' % (self.new(out, sh), op, name, lit))
+            return
+        other = r.choice([v for v in self.vals if v[2] == sh or broadcastable(v[2], sh)])
+        if dt == 'bool' and other[1] == 'bool':
+            op = r.choice(['logical_and', 'logical_or'])
+            out = 'bool'
+        else:
+            ops = ['add', 'mul', 'maximum', 'minimum']
+            if 'bool' not in (dt, other[1]):
+                ops.append('sub')
+            op = r.choice(ops)
+            out = promote(dt, other[1])
+        self.lines.append('%s = %s(%s, %s)' % (self.new(out, sh), op, name, other[0]))
+
+    def reduction(self, name, dt, sh, dim):
+        r = self.r
+        nd = len(sh)
+        op = r.choice(['sum', 'sum', 'max', 'min', 'mean', 'argmax', 'argmin', 'prod'])
+        if op == 'mean' and dt not in FLOATS:
+            op = 'sum'
+        keep = r.random() < 0.4
+        kd = ', keepdim=true' if keep else ''
+        if op in ('argmax', 'argmin'):
+            dims = [dim % nd]
+            args = '%s, dim=%d%s' % (name, dim, kd)
+            out = 'int64'
+        else:
+            dims = sorted(set(r.randrange(nd) for _ in range(r.randint(1, nd))))
+            args = '%s, dim=[%s]%s' % (name, ', '.join(map(str, dims)), kd)
+            out = dt
+            if op in ('sum', 'prod') and dt not in FLOATS:
+                out = 'int64'
+        shape = [1 if i in dims else s for i, s in enumerate(sh)] if keep else \
+                [s for i, s in enumerate(sh) if i not in dims]
+        self.lines.append('%s = %s(%s)' % (self.new(out, shape), op, args))
+
+    def where(self, name, dt, sh):
+        r = self.r
+        conds = [v for v in self.vals if v[0].startswith('x') and v[2] == sh and v[1] != 'bool']
+        if not conds:
+            return
+        c = r.choice(conds)
+        other = r.choice([v for v in self.vals if v[2] == sh])
+        cmp = r.choice(['lt', 'gt', 'ge', 'ne'])
+        out = promote(dt, other[1])
+        self.lines.append('%s = where(%s(%s, 0), %s, %s)' % (self.new(out, sh), cmp, c[0], name, other[0]))
+
+    def view(self, name, dt, sh):
+        r = self.r
+        nd = len(sh)
+        k = r.random()
+        if k < 0.4:
+            p = list(range(nd))
+            r.shuffle(p)
+            self.lines.append('%s = permute(%s, [%s])' % (self.new(dt, [sh[i] for i in p]), name, ', '.join(map(str, p))))
+        elif k < 0.7:
+            self.lines.append('%s = reshape(%s, [%d])' % (self.new(dt, [numel(sh)]), name, numel(sh)))
+        else:
+            d = r.randrange(nd)
+            if sh[d] < 2:
+                return
+            a = r.randrange(sh[d] - 1)
+            b = r.randint(a + 1, sh[d])
+            shape = list(sh)
+            shape[d] = b - a
+            self.lines.append('%s = slice(%s, dim=%d, start=%d, end=%d)' % (self.new(dt, shape), name, d, a, b))
+
+    def index(self, name, dt, sh, dim):
+        r = self.r
+        nd = len(sh)
+        d = dim % nd
+        k = r.random()
+        if k < 0.3 and dt != 'bool':
+            kk = r.randint(1, min(sh[d], 8))
+            shape = list(sh)
+            shape[d] = kk
+            v = self.new(dt, shape)
+            i = self.new('int64', shape)
+            largest = r.choice(['true', 'false'])
+            self.lines.append('%s, %s = topk(%s, %d, dim=%d, largest=%s)' % (v, i, name, kk, dim, largest))
+        elif k < 0.6 and dt != 'bool':
+            # indices from argmax with keepdim: in range along dim by construction
+            shape = [1 if j == d else s for j, s in enumerate(sh)]
+            i = self.new('int64', shape)
+            self.lines.append('%s = argmax(%s, dim=%d, keepdim=true)' % (i, name, dim))
+            op = r.choice(['gather', 'take_along_dim'])
+            if op == 'gather':
+                self.lines.append('%s = gather(%s, %d, %s)' % (self.new(dt, shape), name, dim, i))
+            else:
+                self.lines.append('%s = take_along_dim(%s, %s, dim=%d)' % (self.new(dt, shape), name, i, dim))
+        elif dt != 'bool' and nd >= 1 and sh[d] <= 1000:
+            # class ids in [0, sh[d]) from argmax over dim, then one_hot or bincount
+            shape = [s for j, s in enumerate(sh) if j != d]
+            i = self.new('int64', shape)
+            self.lines.append('%s = argmax(%s, dim=%d)' % (i, name, dim))
+            if r.random() < 0.5 and numel(shape) * sh[d] <= MAX_ELEMENTS:
+                self.lines.append('%s = one_hot(%s, %d)' % (self.new('int64', shape + [sh[d]]), i, sh[d]))
+            else:
+                flat = i
+                if len(shape) != 1:
+                    flat = self.new('int64', [numel(shape)])
+                    self.lines.append('%s = reshape(%s, [%d])' % (flat, i, numel(shape)))
+                self.lines.append('%s = bincount(%s, %d)' % (self.new('int64', [sh[d]]), flat, sh[d]))
+
+    def program(self):
+        r = self.r
+        self.inputs()
+        for _ in range(r.randint(2, 12)):
+            name, dt, sh = r.choice(self.vals)
+            nd = len(sh)
+            dim = r.randrange(-nd, nd) if nd else 0
+            k = r.random()
+            if nd == 0:
+                self.unary(name, dt, sh)
+            elif k < 0.28:
+                self.scan(name, dt, sh, dim)
+            elif k < 0.40:
+                self.unary(name, dt, sh)
+            elif k < 0.55:
+                self.binary(name, dt, sh)
+            elif k < 0.67:
+                self.reduction(name, dt, sh, dim)
+            elif k < 0.74:
+                to = r.choice(FLOATS + INTS + ['bool'])
+                self.lines.append('%s = cast(%s, %s)' % (self.new(to, sh), name, to))
+            elif k < 0.81:
+                self.where(name, dt, sh)
+            elif k < 0.90:
+                if nd >= 2:
+                    self.view(name, dt, sh)
+            else:
+                self.index(name, dt, sh, dim)
+        outs = [v[0] for v in self.vals if v[0].startswith('v')]
+        if not outs:
+            return None
+        outs = r.sample(outs, r.randint(1, min(5, len(outs))))
+        self.lines.append('output ' + ', '.join(outs))
+        return '\n'.join(self.lines) + '\n'
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.stderr.write('usage: random_programs.py SEED COUNT DIR\n')
+        return 2
+    seed, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    written = 0
+    for s in range(seed, seed + count):
+        text = Gen(s).program()
+        if text:
+            with open('%s/p%d.sf' % (out, s), 'w') as fp:
+                fp.write(text)
+            written += 1
+    print('%d programs in %s' % (written, out))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,54 @@
+#!/bin/bash
+# run_programs.sh — differential test of random programs (tools/random_programs.py): each
+# one run by `scanfuse run FILE --check` (the result against the float64 reference on
+# inputs generated from the seed), JOBS at a time, and classified:
+#   OK        ran, every output within the check's tolerance;
+#   REJECTED  refused with an error (the generator writes only valid programs: a finding);
+#   MISMATCH  a failed check (a wrong answer);
+#   CRASH     killed by a signal, a sanitizer report, or over TIMEOUT seconds.
+# Prints a summary and the findings; exit status 1 if there is any finding.
+#   tools/run_programs.sh SCANFUSE DIR [RESULTS] [-- run options, e.g. --device cuda]
+#   tools/run_programs.sh SCANFUSE --generate SEED COUNT [RESULTS] [-- options]
+# (--generate writes the programs to a temporary directory first.)  JOBS (default 4),
+# TIMEOUT (default 120).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$1
+shift
+TMP=""
+if [ "${1:-}" = --generate ]; then
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/sf_programs.XXXXXX")
+    trap 'rm -rf "$TMP"' EXIT
+    python3 "$HERE/random_programs.py" "$2" "$3" "$TMP" >/dev/null || exit 2
+    DIR=$TMP
+    shift 3
+else
+    DIR=$1
+    shift
+fi
+RES=${TMP:-$DIR}/results.txt
+if [ $# -gt 0 ] && [ "$1" != -- ]; then RES=$1; shift; fi
+[ "${1:-}" = -- ] && shift
+export BIN TIMEOUT=${TIMEOUT:-120}
+one() {
+    local f=$1 out rc bad
+    shift
+    out=$(timeout "$TIMEOUT" "$BIN" run "$f" --check "$@" 2>&1)
+    rc=$?
+    if echo "$out" | grep -q "AddressSanitizer\|LeakSanitizer\|runtime error:"; then rc=99; fi
+    if [ $rc = 0 ]; then
+        echo "OK $f"
+    elif [ $rc -ge 2 ]; then
+        echo "CRASH $f (status $rc) :: $(echo "$out" | grep -v '^v[0-9]*:' | tail -3 | tr '\n' ' ')"
+    else
+        bad=$(echo "$out" | grep '^check ' | grep -v ', ok$' | head -3 | tr '\n' ' ')
+        if [ -n "$bad" ]; then echo "MISMATCH $f :: $bad"; else echo "REJECTED $f :: $(echo "$out" | head -2 | tr '\n' ' ')"; fi
+    fi
+}
+export -f one
+ls "$DIR"/*.sf | xargs -P "${JOBS:-4}" -I{} bash -c 'one "$@"' _ {} "$@" > "$RES"
+n=$(wc -l < "$RES")
+echo "random programs ($*): $n run, $(grep -c '^OK' "$RES") ok, $(grep -c '^REJECTED' "$RES") rejected," \
+     "$(grep -c '^MISMATCH' "$RES") mismatched, $(grep -c '^CRASH' "$RES") crashed"
+grep -v '^OK' "$RES" | head -20
+[ "$n" -gt 0 ] && ! grep -qv '^OK' "$RES"
