@@ -135,7 +135,14 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         return SCANFUSE_ERROR_MEMORY;
     }
     int nn = sf_cg_group_nodes(g, nodes);
-    sf_cg_mark_prologue(g, anchor, pro);
+    if (!sf_cg_mark_prologue(g, anchor, pro)) {
+        free(nodes);
+        free(pro);
+        free(done);
+        free(val.data);
+        sf_msg(msg, msglen, "cuda: out of memory");
+        return SCANFUSE_ERROR_MEMORY;
+    }
     bool ok = true;
     /* ld: the prologue at reduced element j of output o (stores of prologue values that
      * need memory happen here: each element is loaded exactly once) */

@@ -840,6 +840,23 @@ static void build_programs(void) {
         prog_reduce(dt, S0(), "", false, true, G_DEFAULT);
         prog_reduce(dt, S2(0, 4), ", dim=0", false, false, G_DEFAULT);
     }
+    /* reductions with outputs beside them: values of the input's shape that the
+     * reduction does not read are computed per input element too, not per result (until
+     * session 32 they went to the epilogue and were written once a result: found by
+     * tools/random_programs.py), narrow outputs among them; row, column, split and full
+     * reductions, argmax with keepdim */
+    prog_raw("input x: int32[16, 16, 1]\nv = cast(x, int64)\nm = min(v, dim=[1])\nc = cast(v, int8)\n"
+             "output c, v, m\n", T_EXACT);
+    prog_raw("input x: float32[33, 5]\nb = cast(x, bfloat16)\nm = min(b, dim=[1])\ns = sub(b, -1.5)\n"
+             "output s, m, b\n", T_ULP1);
+    prog_raw("input x: float32[300, 40]\nv = neg(x)\ny = mul(v, 2)\nm = max(v, dim=[0])\noutput y, m\n", T_EXACT);
+    prog_raw("input x: float32[5000, 3]\nv = abs(x)\ny = cast(v, float16)\nm = max(v, dim=0, keepdim=true)\n"
+             "output y, m\n", T_ULP1);
+    prog_raw("input x: bfloat16[3, 70001]\nt = mul(cast(x, float32), 3)\nb = cast(t, bfloat16)\n"
+             "a = argmax(t, dim=1, keepdim=true)\noutput b, a\n", T_ULP1);
+    prog_raw("input x: int8[1000]\ny = abs(x)\nz = cast(y, uint8)\ns = sum(y)\noutput z, y, s\n", T_EXACT);
+    prog_raw("input x: float32[4, 5, 6]\nv = relu(x)\ny = cast(v, bfloat16)\ns = sum(v, dim=[0, 2])\n"
+             "t = mul(s, 2)\noutput y, t\n", T_ULP1);
     /* index and sort ops */
     const scanfuse_dtype idt[] = {SCANFUSE_FLOAT32, SCANFUSE_INT64, SCANFUSE_BFLOAT16, SCANFUSE_UINT8,
                                   SCANFUSE_BOOL, SCANFUSE_FLOAT64};
