@@ -5,9 +5,10 @@ Each program declares one or two inputs of a random dtype and shape (1 to 3 dims
 from 1 to 70001, at most 300000 elements) and applies 2 to 12 ops drawn from the scans
 (every scan op, both directions, inclusive and exclusive, with and without a dtype),
 pointwise unary and binary ops (broadcasting against keepdim results and literals),
-reductions over one or several dims, casts, where, views (permute, reshape, slice) and
-index ops built to be in range (topk, gather and take_along_dim with indices from
-argmax, one_hot, bincount).  Its outputs are a random subset of the values it computes,
+reductions over one or several dims, casts, where, views (permute, reshape, slice,
+expand), pad, triu/tril, matmul, and index ops built to be in range (topk, argsort,
+gather, take_along_dim and index_select with indices from argmax, one_hot, bincount);
+a few inputs are empty.  Its outputs are a random subset of the values it computes,
 so values read both by a later kernel and by the caller appear too.  The program is
 valid by construction: a rejection is a finding, as is a crash or a failed --check.
 
@@ -77,6 +78,8 @@ class Gen:
         shape = [r.choice(SIZES) for _ in range(nd)]
         if r.random() < 0.3:
             shape[r.randrange(nd)] = r.choice(LONG)
+        elif r.random() < 0.03:
+            shape[r.randrange(nd)] = 0  # empty
         while numel(shape) > MAX_ELEMENTS:
             shape = [r.choice(SIZES) for _ in range(nd)]
         for i in range(r.choice([1, 1, 2])):
@@ -138,6 +141,12 @@ class Gen:
         if dt == 'bool' and other[1] == 'bool':
             op = r.choice(['logical_and', 'logical_or'])
             out = 'bool'
+        elif dt not in FLOATS and other[1] not in FLOATS and r.random() < 0.3:
+            op = r.choice(['eq', 'ne', 'lt', 'ge'])  # exact on integers
+            out = 'bool'
+        elif dt in FLOATS and other[1] in FLOATS and r.random() < 0.2:
+            op = 'div'
+            out = promote(dt, other[1])
         else:
             ops = ['add', 'mul', 'maximum', 'minimum']
             if 'bool' not in (dt, other[1]):
@@ -150,8 +159,8 @@ class Gen:
         r = self.r
         nd = len(sh)
         op = r.choice(['sum', 'sum', 'max', 'min', 'mean', 'argmax', 'argmin', 'prod'])
-        if op == 'mean' and dt not in FLOATS:
-            op = 'sum'
+        if (op == 'mean' and dt not in FLOATS) or (numel(sh) == 0 and op not in ('sum', 'prod')):
+            op = 'sum'  # (max, min, argmax, argmin and mean of nothing are errors or NaN)
         keep = r.random() < 0.4
         kd = ', keepdim=true' if keep else ''
         if op in ('argmax', 'argmin'):
@@ -189,6 +198,19 @@ class Gen:
             self.lines.append('%s = permute(%s, [%s])' % (self.new(dt, [sh[i] for i in p]), name, ', '.join(map(str, p))))
         elif k < 0.7:
             self.lines.append('%s = reshape(%s, [%d])' % (self.new(dt, [numel(sh)]), name, numel(sh)))
+        elif k < 0.8 and 1 in sh:
+            shape = [r.choice([2, 3, 7]) if s == 1 else s for s in sh]
+            if numel(shape) <= MAX_ELEMENTS:
+                self.lines.append('%s = expand(%s, [%s])' % (self.new(dt, shape), name, ', '.join(map(str, shape))))
+        elif k < 0.9:
+            if r.random() < 0.5:
+                lo, hi = r.randint(0, 3), r.randint(0, 3)
+                shape = list(sh)
+                shape[-1] += lo + hi
+                self.lines.append('%s = pad(%s, [%d, %d])' % (self.new(dt, shape), name, lo, hi))
+            else:
+                self.lines.append('%s = %s(%s, diagonal=%d)' % (self.new(dt, sh), r.choice(['triu', 'tril']), name,
+                                                                r.randint(-2, 2)))
         else:
             d = r.randrange(nd)
             if sh[d] < 2:
@@ -222,6 +244,26 @@ class Gen:
                 self.lines.append('%s = gather(%s, %d, %s)' % (self.new(dt, shape), name, dim, i))
             else:
                 self.lines.append('%s = take_along_dim(%s, %s, dim=%d)' % (self.new(dt, shape), name, i, dim))
+        elif k < 0.7 and dt != 'bool':
+            desc = r.choice(['true', 'false'])
+            self.lines.append('%s = argsort(%s, dim=%d, descending=%s, stable=true)' % (self.new('int64', sh), name, dim, desc))
+        elif k < 0.8 and dt != 'bool':
+            # rows picked by the argmax of each column: indices in range along d
+            other = [j for j in range(nd) if j != d]
+            if not other:
+                return
+            i = self.new('int64', [sh[j] for j in other])
+            self.lines.append('%s = argmax(%s, dim=%d)' % (i, name, d))
+            if len(other) != 1:
+                return
+            shape = list(sh)
+            shape[d] = sh[other[0]]
+            if numel(shape) <= MAX_ELEMENTS:
+                self.lines.append('%s = index_select(%s, %d, %s)' % (self.new(dt, shape), name, d, i))
+        elif k < 0.85 and dt in FLOATS and nd == 2 and sh[0] * sh[0] <= MAX_ELEMENTS and sh[0] * sh[0] * sh[1] <= 20000000:
+            t = self.new(dt, [sh[1], sh[0]])
+            self.lines.append('%s = permute(%s, [1, 0])' % (t, name))
+            self.lines.append('%s = matmul(%s, %s)' % (self.new(dt, [sh[0], sh[0]]), name, t))
         elif dt != 'bool' and nd >= 1 and sh[d] <= 1000:
             # class ids in [0, sh[d]) from argmax over dim, then one_hot or bincount
             shape = [s for j, s in enumerate(sh) if j != d]
@@ -262,7 +304,7 @@ class Gen:
             elif k < 0.90:
                 if nd >= 2:
                     self.view(name, dt, sh)
-            else:
+            elif numel(sh) > 0:  # (no index op on an empty tensor: argmax of nothing is an error)
                 self.index(name, dt, sh, dim)
         outs = [v[0] for v in self.vals if v[0].startswith('v')]
         if not outs:
