@@ -6,9 +6,10 @@ from 1 to 70001, at most 300000 elements) and applies 2 to 12 ops drawn from the
 (every scan op, both directions, inclusive and exclusive, with and without a dtype),
 pointwise unary and binary ops (broadcasting against keepdim results and literals),
 reductions over one or several dims, casts, where, views (permute, reshape, slice,
-expand), pad, triu/tril, matmul, and index ops built to be in range (topk, argsort,
-gather, take_along_dim and index_select with indices from argmax, one_hot, bincount);
-a few inputs are empty.  Its outputs are a random subset of the values it computes,
+expand), pad, triu/tril, matmul, creation ops (arange, iota, full) combined with the
+values, and index ops built to be in range (topk, argsort, gather, take_along_dim,
+index_select and scatter with indices from argmax, one_hot, bincount); a few inputs
+are empty.  Its outputs are a random subset of the values it computes,
 so values read both by a later kernel and by the caller appear too.  The program is
 valid by construction: a rejection is a finding, as is a crash or a failed --check.
 
@@ -134,6 +135,10 @@ class Gen:
         if r.random() < 0.3:  # a literal: a weak scalar, the tensor's dtype stays
             lit = r.choice(['2', '3', '-1']) if dt not in FLOATS else r.choice(['2', '0.5', '-1.5'])
             op = r.choice(['add', 'mul', 'maximum', 'minimum'] + ([] if dt == 'bool' else ['sub']))
+            if dt in INTS and r.random() < 0.3:
+                op, lit = r.choice(['remainder', 'floor_divide']), r.choice(['3', '-2', '7'])
+            elif dt in FLOATS and r.random() < 0.15:
+                op, lit = 'pow', r.choice(['2', '3'])
             out = 'int64' if dt == 'bool' else dt
             self.lines.append('%s = %s(%s, %s)' % (self.new(out, sh), op, name, lit))
             return
@@ -278,6 +283,47 @@ class Gen:
                     self.lines.append('%s = reshape(%s, [%d])' % (flat, i, numel(shape)))
                 self.lines.append('%s = bincount(%s, %d)' % (self.new('int64', [sh[d]]), flat, sh[d]))
 
+    def creation(self, name, dt, sh):
+        """arange / iota along the last dim, or full of the value's shape, combined with it"""
+        r = self.r
+        n = sh[-1]
+        k = r.random()
+        if k < 0.5:
+            c = self.new('int64', [n])
+            if r.random() < 0.5:
+                self.lines.append('%s = arange(0, %d)' % (c, n))
+            else:
+                self.lines.append('%s = iota(%d, dtype=int64)' % (c, n))
+            if len(sh) > 1:
+                c2 = self.new('int64', [1] * (len(sh) - 1) + [n])
+                self.lines.append('%s = reshape(%s, [%s])' % (c2, c, ', '.join(['1'] * (len(sh) - 1) + [str(n)])))
+                c = c2
+            if dt in FLOATS or dt in INTS:
+                self.lines.append('%s = add(%s, %s)' % (self.new(promote(dt, 'int64'), sh), name, c))
+            else:
+                self.lines.append('%s = where(%s, %s, 0)' % (self.new('int64', sh), name, c))
+        else:
+            fdt = r.choice(['float32', 'int64', 'bfloat16'])
+            c = self.new(fdt, sh)
+            self.lines.append('%s = full([%s], %s, dtype=%s)' % (c, ', '.join(map(str, sh)), r.choice(['2', '-1', '0']), fdt))
+            if dt != 'bool':
+                self.lines.append('%s = mul(%s, %s)' % (self.new(promote(dt, fdt), sh), name, c))
+
+    def scatter(self, name, dt, sh, dim):
+        """scatter of values at the argmax of each line along dim: one index a line, so the
+        result does not depend on the order of writes"""
+        d = dim % len(sh)
+        shape = [1 if j == d else s for j, s in enumerate(sh)]
+        i = self.new('int64', shape)
+        self.lines.append('%s = argmax(%s, dim=%d, keepdim=true)' % (i, name, dim))
+        g = self.new(dt, shape)
+        self.lines.append('%s = gather(%s, %d, %s)' % (g, name, dim, i))
+        src = g
+        if dt in FLOATS or dt in ('int32', 'int64', 'int8'):
+            src = self.new(dt, shape)
+            self.lines.append('%s = neg(%s)' % (src, g))
+        self.lines.append('%s = scatter(%s, %d, %s, %s)' % (self.new(dt, sh), name, dim, i, src))
+
     def program(self):
         r = self.r
         self.inputs()
@@ -305,7 +351,13 @@ class Gen:
                 if nd >= 2:
                     self.view(name, dt, sh)
             elif numel(sh) > 0:  # (no index op on an empty tensor: argmax of nothing is an error)
-                self.index(name, dt, sh, dim)
+                k2 = r.random()
+                if k2 < 0.6:
+                    self.index(name, dt, sh, dim)
+                elif k2 < 0.8:
+                    self.creation(name, dt, sh)
+                elif dt != 'bool':
+                    self.scatter(name, dt, sh, dim)
         outs = [v[0] for v in self.vals if v[0].startswith('v')]
         if not outs:
             return None
