@@ -126,7 +126,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int *nodes = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1) * sizeof *nodes);
     bool *pro = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1));
     uint8_t *done = sf_malloc((size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    if (!nodes || !pro || !done) {
+    if (!nodes || !pro || !done || !sf_cg_mark_prologue(g, anchor, pro)) {
         free(nodes);
         free(pro);
         free(done);
@@ -135,14 +135,6 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         return SCANFUSE_ERROR_MEMORY;
     }
     int nn = sf_cg_group_nodes(g, nodes);
-    if (!sf_cg_mark_prologue(g, anchor, pro)) {
-        free(nodes);
-        free(pro);
-        free(done);
-        free(val.data);
-        sf_msg(msg, msglen, "cuda: out of memory");
-        return SCANFUSE_ERROR_MEMORY;
-    }
     bool ok = true;
     /* ld: the prologue at reduced element j of output o (stores of prologue values that
      * need memory happen here: each element is loaded exactly once) */
