@@ -100,3 +100,68 @@ def test_random_programs_layouts_bit_identical(first):
                 seed, name, layouts, text)
         compared += 1
     assert compared >= 60
+
+
+def _torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def raw(torch, t):
+    """t's bytes in row-major order (bfloat16 through int16: NumPy has no bfloat16)."""
+    t = t.contiguous().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    return t.numpy().tobytes()
+
+
+def to_cuda(torch, v):
+    """v's values on the GPU in v's own layout (a broadcast as an expand of its one row)."""
+    t = torch.from_numpy(np.ascontiguousarray(v))
+    if v.ndim and 0 in v.strides and v.size:
+        d = v.strides.index(0)
+        return t.narrow(d, 0, 1).contiguous().cuda().expand(*v.shape)
+    step = [s // v.itemsize for s in v.strides]
+    g = torch.empty_strided(v.shape, step, dtype=t.dtype, device="cuda")
+    g.copy_(t)
+    return g
+
+
+@pytest.mark.parametrize("first", [0, 100, 200])
+def test_random_programs_layouts_bit_identical_on_cuda(first):
+    """The same on the CUDA backend, with torch tensors of the same layouts."""
+    torch = _torch_cuda()
+    if torch is None:
+        pytest.skip("no CUDA device through PyTorch")
+    compared = 0
+    for seed in range(first, first + 100):
+        text = random_programs.Gen(seed).program()
+        decls = DECL.findall(text or "")
+        if not text or any(dt == "bfloat16" for _, dt, _ in decls):
+            continue
+        r = random.Random(seed)
+        try:
+            prog = scanfuse.compile(text, device="cuda")
+        except scanfuse.Error as e:
+            if e.status == "unsupported":
+                pytest.skip("scanfuse's CUDA backend is not available: %s" % e)
+            raise
+        contig, other = [], []
+        for _, dt, dims in decls:
+            a = values(r, dt, [int(v) for v in dims.split(",")] if dims.strip() else [])
+            v = relayout(r, a)
+            contig.append(to_cuda(torch, np.ascontiguousarray(a)))
+            other.append(to_cuda(torch, v))
+        want = prog.run(contig)
+        got = prog.run(other)
+        layouts = [(tuple(v.shape), v.stride()) for v in other]
+        for name in want:
+            w, g = want[name], got[name]
+            assert w.dtype == g.dtype and w.shape == g.shape, (seed, name)
+            assert raw(torch, w) == raw(torch, g), "program %d, output %s, inputs %s:\n%s" % (
+                seed, name, layouts, text)
+        compared += 1
+    assert compared >= 60
