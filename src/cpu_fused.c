@@ -1003,7 +1003,22 @@ static bool run_chain(const fused_run *fr, const fchain *c, char *ws, const int6
         const fval *sv = &fp->vals[s->out[0]];
         int64_t sshape[SF_MAX_DIMS], bst[SF_MAX_DIMS];
         val_tile_shape(sv, lo, hi, sshape);
-        sf_cpu_broadcast_strides(&ext[k], sv->ndim, sshape, bst);
+        sf_view xv = ext[k];
+        if (s->kind == ST_REDUCE && xv.ndim > sv->ndim) {
+            /* a sum of one element a result (sum1) without keepdim: its input has the
+             * domain's dims, the reduced ones (all of extent 1) dropped in the result */
+            bool red[SF_MAX_DIMS];
+            sf_cpu_reduced_dims(s->node, xv.ndim, red);
+            int kept = 0;
+            for (int d = 0; d < xv.ndim; d++)
+                if (!red[d]) {
+                    xv.shape[kept] = xv.shape[d];
+                    xv.strides[kept] = xv.strides[d];
+                    kept++;
+                }
+            xv.ndim = kept;
+        }
+        sf_cpu_broadcast_strides(&xv, sv->ndim, sshape, bst);
         int e = 0;
         for (int d = 0; d < sv->ndim; d++)
             if (c->keep[c->ext_step[k] - c->first][d]) st[k + 1][e++] = bst[d];

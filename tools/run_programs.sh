@@ -48,7 +48,7 @@ one() {
 export -f one
 ls "$DIR"/*.sf | xargs -P "${JOBS:-4}" -I{} bash -c 'one "$@"' _ {} "$@" > "$RES"
 n=$(wc -l < "$RES")
-echo "random programs ($*): $n run, $(grep -c '^OK' "$RES") ok, $(grep -c '^REJECTED' "$RES") rejected," \
+echo "programs ($*): $n run, $(grep -c '^OK' "$RES") ok, $(grep -c '^REJECTED' "$RES") rejected," \
      "$(grep -c '^MISMATCH' "$RES") mismatched, $(grep -c '^CRASH' "$RES") crashed"
 grep -v '^OK' "$RES" | head -20
 [ "$n" -gt 0 ] && ! grep -qv '^OK' "$RES"
