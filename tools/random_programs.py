@@ -300,7 +300,7 @@ class Gen:
                 c2 = self.new('int64', [1] * (len(sh) - 1) + [n])
                 self.lines.append('%s = reshape(%s, [%s])' % (c2, c, ', '.join(['1'] * (len(sh) - 1) + [str(n)])))
                 c = c2
-            if dt in FLOATS or dt in INTS:
+            if dt != 'bool':
                 self.lines.append('%s = add(%s, %s)' % (self.new(promote(dt, 'int64'), sh), name, c))
             else:
                 self.lines.append('%s = where(%s, %s, 0)' % (self.new('int64', sh), name, c))
