@@ -2355,8 +2355,9 @@ done:
 /* A 1-D cumsum of one input expanded along the scan (one element at stride 0) under
  * tuning tune (NULL: the defaults): the staged look-back tiles take such an input on
  * their vector path, reading its element from global memory (VL_TEST's broadcast arm,
- * cuda_scan.c).  x = 1 everywhere: y[t] = t + 1, exact in float32; bfloat16 rounds it once (to nearest
- * even, from float32, itself exact).  Several tiles and a partial last one. */
+ * cuda_scan.c).  x = 1 everywhere: y[t] = t + 1, exact in float32; bfloat16 rounds it
+ * once (to nearest even, from float32, itself exact).  Several tiles and a partial
+ * last one. */
 static void expanded_1d(bool bf16, const char *tune) {
     const int64_t n = 100003;
     scanfuse_fusion *f = NULL;
@@ -2370,6 +2371,7 @@ static void expanded_1d(bool bf16, const char *tune) {
     unsigned char *y = malloc((size_t)n * es);
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
+    if (!pr || scanfuse_program_status(pr) != SCANFUSE_OK) goto done;
     if (!y || sf_cuda_alloc(0, 16, &dx, msg, sizeof msg) != SCANFUSE_OK ||
         sf_cuda_alloc(0, (size_t)n * es, &dy, msg, sizeof msg) != SCANFUSE_OK) {
         CHECKF(false, "expanded 1-D input: no memory");
