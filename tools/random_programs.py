@@ -9,17 +9,18 @@ reductions over one or several dims, casts, where, views (permute, reshape, slic
 expand), pad, triu/tril, matmul, creation ops (arange, iota, full) combined with the
 values, and index ops built to be in range (topk, argsort, gather, take_along_dim,
 index_select and scatter with indices from argmax, one_hot, bincount); a few inputs
-are empty.  Its outputs are a random subset of the values it computes,
-so values read both by a later kernel and by the caller appear too.  The program is
-valid by construction: a rejection is a finding, as is a crash or a failed --check.
+are empty.  Its outputs are a random subset of the values it computes, so values read
+both by a later kernel and by the caller appear too.  The program is valid by
+construction: a rejection is a finding, as is a crash or a failed --check.
 
 Dtypes are tracked as PyTorch promotes them, so that ops that refuse bool (neg, abs,
 relu, sub) or need a float (logcumsumexp, exp, ...) are only applied where they are
-defined.  Float comparisons only read inputs (a computed float compared with a
-threshold could flip between the fused result and the float64 reference legitimately).
+defined.  Float comparisons and divisors are inputs only: a computed float compared
+with a threshold could flip between the fused result and the float64 reference, and a
+quotient by a cancelling cumsum amplifies the sum's allowed error, both legitimately.
 
     tools/random_programs.py SEED COUNT DIR     writes DIR/p<seed>.sf for COUNT seeds
-    tools/check_programs.sh BIN DIR [args]      runs each with --check (a summary)
+    tools/run_programs.sh SCANFUSE DIR [...]    runs each with --check (a summary)
 """
 import random
 import sys
