@@ -76,25 +76,31 @@ def same(x, y):
             np.ascontiguousarray(x).tobytes() == np.ascontiguousarray(y).tobytes())
 
 
-@pytest.mark.parametrize("first", [0, 100, 200])
-def test_random_programs_layouts_bit_identical(first):
-    compared = 0
+def cases(first):
+    """(seed, text, [(contiguous input, the same values in another layout)]) of the
+    programs of seeds first .. first + 99 that have no bfloat16 input."""
     for seed in range(first, first + 100):
         text = random_programs.Gen(seed).program()
         decls = DECL.findall(text or "")
         if not text or any(dt == "bfloat16" for _, dt, _ in decls):
             continue
         r = random.Random(seed)
-        prog = scanfuse.compile(text)
-        contig, other = [], []
+        pairs = []
         for _, dt, dims in decls:
             a = values(r, dt, [int(v) for v in dims.split(",")] if dims.strip() else [])
             v = relayout(r, a)
-            contig.append(np.ascontiguousarray(a))
-            other.append(v)
-        want = prog.run(contig)
-        got = prog.run(other)
-        layouts = [(v.shape, v.strides) for v in other]
+            pairs.append((np.ascontiguousarray(a), v))
+        yield seed, text, pairs
+
+
+@pytest.mark.parametrize("first", [0, 100, 200])
+def test_random_programs_layouts_bit_identical(first):
+    compared = 0
+    for seed, text, pairs in cases(first):
+        prog = scanfuse.compile(text)
+        want = prog.run([a for a, _ in pairs])
+        got = prog.run([v for _, v in pairs])
+        layouts = [(v.shape, v.strides) for _, v in pairs]
         for name in want:
             assert same(want[name], got[name]), "program %d, output %s, inputs %s:\n%s" % (
                 seed, name, layouts, text)
@@ -137,24 +143,15 @@ def test_random_programs_layouts_bit_identical_on_cuda(first):
     if torch is None:
         pytest.skip("no CUDA device through PyTorch")
     compared = 0
-    for seed in range(first, first + 100):
-        text = random_programs.Gen(seed).program()
-        decls = DECL.findall(text or "")
-        if not text or any(dt == "bfloat16" for _, dt, _ in decls):
-            continue
-        r = random.Random(seed)
+    for seed, text, pairs in cases(first):
         try:
             prog = scanfuse.compile(text, device="cuda")
         except scanfuse.Error as e:
             if e.status == "unsupported":
                 pytest.skip("scanfuse's CUDA backend is not available: %s" % e)
             raise
-        contig, other = [], []
-        for _, dt, dims in decls:
-            a = values(r, dt, [int(v) for v in dims.split(",")] if dims.strip() else [])
-            v = relayout(r, a)
-            contig.append(to_cuda(torch, np.ascontiguousarray(a)))
-            other.append(to_cuda(torch, v))
+        contig = [to_cuda(torch, a) for a, _ in pairs]
+        other = [to_cuda(torch, v) for _, v in pairs]
         want = prog.run(contig)
         got = prog.run(other)
         layouts = [(tuple(v.shape), v.stride()) for v in other]
