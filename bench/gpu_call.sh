@@ -12,6 +12,8 @@
 # "trace": look-back tile phase times (TRACE_CASES x TRACE_TUNES, bench/lb_trace.py;
 # KEEP_TRACE=1 keeps each run's records);
 # "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
+# "programs": tests/programs and RANDOM_COUNT random programs from RANDOM_SEED with --check
+# (tools/run_programs.sh);
 # "cub": CUB's DeviceScan on the same shapes beside a copy (bench/cub_scan_ref.sh; carry
 # build/cub_scan_ref where the GPU machine has no nvcc);
 # (PyTorch side by side).
@@ -59,6 +61,15 @@ for s in $stages; do
         cudatest) (cd build-gpu && timeout ${TEST_TIMEOUT:-240} ./test_cuda) > "$OUT/test_cuda.log" 2>&1
                   echo "test_cuda: exit $?"
                   grep -E "^(part|SKIP|FAIL|determinism|big|test_cuda)" "$OUT/test_cuda.log" | head -40 ;;
+        programs) # tests/programs (what random programs once caught), then RANDOM_COUNT random
+                  # programs from RANDOM_SEED, each with --check on the GPU (tools/run_programs.sh;
+                  # their kernels compile here unless warmed and carried, ~1 s each)
+                  [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
+                  JOBS=16 tools/run_programs.sh build-gpu/scanfuse tests/programs "$OUT/programs.txt" -- --device cuda
+                  if [ "${RANDOM_COUNT:-0}" -gt 0 ]; then
+                      JOBS=16 timeout ${PROGRAMS_TIMEOUT:-300} tools/run_programs.sh build-gpu/scanfuse --generate \
+                          "${RANDOM_SEED:-1}" "$RANDOM_COUNT" "$OUT/random_programs.txt" -- --device cuda
+                  fi ;;
         probe) timeout ${PROBE_TIMEOUT:-150} python3 bench/gpu_probe_rows.py --json "$OUT/probe_rows.jsonl"
                for tv in ${PROBE_TUNES:-}; do # the same float64 check under each variant
                    echo "probe under SCANFUSE_CUDA_TUNE=$tv:"
