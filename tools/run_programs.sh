@@ -1,9 +1,10 @@
 #!/bin/bash
-# run_programs.sh — differential test of random programs (tools/random_programs.py): each
-# one run by `scanfuse run FILE --check` (the result against the float64 reference on
-# inputs generated from the seed), JOBS at a time, and classified:
+# run_programs.sh — differential test of a directory of programs (random ones from
+# tools/random_programs.py, or tests/programs): each run by `scanfuse run FILE --check`
+# (the result against the float64 reference on inputs generated from the seed), JOBS at
+# a time, and classified:
 #   OK        ran, every output within the check's tolerance;
-#   REJECTED  refused with an error (the generator writes only valid programs: a finding);
+#   REJECTED  refused with an error (every program given is valid: a finding);
 #   MISMATCH  a failed check (a wrong answer);
 #   CRASH     killed by a signal, a sanitizer report, or over TIMEOUT seconds.
 # Prints a summary and the findings; exit status 1 if there is any finding.
