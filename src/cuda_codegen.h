@@ -233,12 +233,6 @@ void sf_cg_ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint
 static inline int64_t sf_cg_ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 /* The nodes of the segment being emitted (g->in_seg), in order, into out; their count. */
 int sf_cg_group_nodes(const sf_cg *g, int *out);
-/* Marks in pro the segment's nodes computed per element of the anchor's input (its
- * prologue): those the input depends on, and those beside the anchor that have the
- * input's shape and do not read its result (a reduction's sibling outputs: v = cast(x)
- * beside s = sum(x, dim)).  The others are computed per result (the epilogue).
- * false: out of memory. */
-bool sf_cg_mark_prologue(const sf_cg *g, int anchor, bool *pro);
 /* {0, 1, ..., SF_MAX_DIMS - 1}: every dim, for sf_cg_coords / sf_cg_offset. */
 extern const int sf_cg_iota_dims[SF_MAX_DIMS];
 /* Is op a view (its output aliases its input's elements)? */

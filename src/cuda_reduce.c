@@ -46,6 +46,53 @@ static void red_st_off(sf_cg_ectx *e, int op, sf_buf *out) {
     sf_cg_offset(out, "c", op, e->ndim, sf_cg_iota_dims, e->shape);
 }
 
+/* Marks in pro the segment's nodes computed per element of the anchor's input (its
+ * prologue): those the input depends on, and those beside the anchor that have the
+ * input's shape and do not read its result (a reduction's sibling outputs: v = cast(x)
+ * beside s = sum(x, dim)).  The others are computed per result (the epilogue).
+ * false: out of memory. */
+static bool mark_prologue(const sf_cg *g, int anchor, bool *pro) {
+    const scanfuse_fusion *f = g->f;
+    memset(pro, 0, (size_t)(f->nnodes > 0 ? f->nnodes : 1));
+    /* the anchor's input and what it is computed from */
+    int32_t v = f->nodes[anchor].in[0];
+    int p = f->values[v].producer;
+    if (p >= 0 && g->in_seg[p]) pro[p] = true;
+    for (int i = anchor - 1; i >= 0; i--) {
+        if (!pro[i]) continue;
+        const sf_node *n = &f->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            int q = f->values[n->in[j]].producer;
+            if (q >= 0 && g->in_seg[q]) pro[q] = true;
+        }
+    }
+    /* ... and the nodes beside it: of the input's shape and not reading the anchor's
+     * result, directly or through views (nodes are in topological order, so one
+     * forward sweep over every node finds those that do).  A segment's pointwise node
+     * has either the input's or the result's shape (segment.c); where both shapes are
+     * equal, either side computes it right. */
+    const sf_value *x = &f->values[v];
+    bool *after = sf_calloc((size_t)(f->nnodes > 0 ? f->nnodes : 1), 1);
+    if (!after) return false;
+    after[anchor] = true;
+    for (int i = anchor + 1; i < f->nnodes; i++) {
+        const sf_node *n = &f->nodes[i];
+        for (int j = 0; j < n->nin && !after[i]; j++) {
+            int q = f->values[n->in[j]].producer;
+            after[i] = q >= 0 && after[q];
+        }
+    }
+    for (int i = 0; i < f->nnodes; i++) {
+        if (!g->in_seg[i] || i == anchor || after[i] || pro[i]) continue;
+        const sf_value *y = &f->values[f->nodes[i].out[0]];
+        bool same = y->ndim == x->ndim;
+        for (int d = 0; same && d < x->ndim; d++) same = y->shape[d] == x->shape[d];
+        pro[i] = same;
+    }
+    free(after);
+    return true;
+}
+
 scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     const scanfuse_fusion *f = g->f;
     const sf_node *n = &f->nodes[anchor];
@@ -126,7 +173,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int *nodes = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1) * sizeof *nodes);
     bool *pro = sf_malloc((size_t)(f->nnodes > 0 ? f->nnodes : 1));
     uint8_t *done = sf_malloc((size_t)(f->nvalues > 0 ? f->nvalues : 1));
-    if (!nodes || !pro || !done || !sf_cg_mark_prologue(g, anchor, pro)) {
+    if (!nodes || !pro || !done || !mark_prologue(g, anchor, pro)) {
         free(nodes);
         free(pro);
         free(done);

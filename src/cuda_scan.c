@@ -92,48 +92,6 @@ int sf_cg_group_nodes(const sf_cg *g, int *out) {
     return n;
 }
 
-bool sf_cg_mark_prologue(const sf_cg *g, int anchor, bool *pro) {
-    const scanfuse_fusion *f = g->f;
-    memset(pro, 0, (size_t)(f->nnodes > 0 ? f->nnodes : 1));
-    /* the anchor's input and what it is computed from */
-    int32_t v = f->nodes[anchor].in[0];
-    int p = f->values[v].producer;
-    if (p >= 0 && g->in_seg[p]) pro[p] = true;
-    for (int i = anchor - 1; i >= 0; i--) {
-        if (!pro[i]) continue;
-        const sf_node *n = &f->nodes[i];
-        for (int j = 0; j < n->nin; j++) {
-            int q = f->values[n->in[j]].producer;
-            if (q >= 0 && g->in_seg[q]) pro[q] = true;
-        }
-    }
-    /* ... and the nodes beside it: of the input's shape and not reading the anchor's
-     * result, directly or through views (nodes are in topological order, so one
-     * forward sweep over every node finds those that do).  A segment's pointwise node
-     * has either the input's or the result's shape (segment.c); where both shapes are
-     * equal, either side computes it right. */
-    const sf_value *x = &f->values[v];
-    bool *after = sf_calloc((size_t)(f->nnodes > 0 ? f->nnodes : 1), 1);
-    if (!after) return false;
-    after[anchor] = true;
-    for (int i = anchor + 1; i < f->nnodes; i++) {
-        const sf_node *n = &f->nodes[i];
-        for (int j = 0; j < n->nin && !after[i]; j++) {
-            int q = f->values[n->in[j]].producer;
-            after[i] = q >= 0 && after[q];
-        }
-    }
-    for (int i = 0; i < f->nnodes; i++) {
-        if (!g->in_seg[i] || i == anchor || after[i] || pro[i]) continue;
-        const sf_value *y = &f->values[f->nodes[i].out[0]];
-        bool same = y->ndim == x->ndim;
-        for (int d = 0; same && d < x->ndim; d++) same = y->shape[d] == x->shape[d];
-        pro[i] = same;
-    }
-    free(after);
-    return true;
-}
-
 /* ------------------------------------------------------------------------------ */
 /* Element contexts of the scan Io                                                 */
 /* ------------------------------------------------------------------------------ */

@@ -2352,22 +2352,21 @@ done:
     scanfuse_fusion_free(f);
 }
 
-/* A 1-D cumsum of one input expanded along the scan (one element at stride 0) under
- * tuning tune (NULL: the defaults): the staged look-back tiles take such an input on
- * their vector path, reading its element from global memory (VL_TEST's broadcast arm,
+/* A 1-D cumsum of one input expanded along the scan (one element at stride 0): the
+ * staged look-back tiles take such an input on their vector path, reading its element from global memory (VL_TEST's broadcast arm,
  * cuda_scan.c).  x = 1 everywhere: y[t] = t + 1, exact in float32; bfloat16 rounds it
  * once (to nearest even, from float32, itself exact).  Several tiles and a partial
  * last one. */
-static void expanded_1d(bool bf16, const char *tune) {
+static void expanded_1d(bool bf16) {
     const int64_t n = 100003;
     scanfuse_fusion *f = NULL;
     scanfuse_program *pr = compile_prog(bf16 ? "input x: bfloat16[100003]\ny = cumsum(x, dim=0)\noutput y\n"
                                              : "input x: float32[100003]\ny = cumsum(x, dim=0)\noutput y\n",
-                                        SCANFUSE_DEVICE_CUDA, 1, tune, &f);
+                                        SCANFUSE_DEVICE_CUDA, 1, NULL, &f);
     CHECKF(pr && scanfuse_program_status(pr) == SCANFUSE_OK, "compile: %s", pr ? scanfuse_program_error(pr) : "no program");
     const size_t es = bf16 ? 2 : 4;
     const float one = 1.0f;
-    const uint16_t one16 = 0x3f80; /* bfloat16 1.0 */
+    const uint16_t one16 = sf_f32_to_bf16(1.0f);
     unsigned char *y = malloc((size_t)n * es);
     void *dx = NULL, *dy = NULL;
     char msg[SF_ERR_LEN];
@@ -2387,28 +2386,20 @@ static void expanded_1d(bool bf16, const char *tune) {
     int64_t bad = 0;
     for (int64_t t = 0; t < n; t++) {
         const float e = (float)(t + 1);
-        uint32_t u;
-        memcpy(&u, &e, 4);
         if (bf16) {
             uint16_t got;
             memcpy(&got, y + t * 2, 2);
-            bad += got != (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+            bad += got != sf_f32_to_bf16(e);
         } else {
             float got;
             memcpy(&got, y + t * 4, 4);
             bad += got != e;
         }
     }
-    CHECKF(bad == 0, "expanded 1-D %s input (%s): %lld outputs wrong", bf16 ? "bfloat16" : "float32", tune ? tune : "defaults",
-           (long long)bad);
-    printf("expanded 1-D %s input (stride 0, %s): %s\n", bf16 ? "bfloat16" : "float32", tune ? tune : "defaults",
-           bad == 0 ? "ok" : "WRONG");
+    CHECKF(bad == 0, "expanded 1-D %s input: %lld outputs wrong", bf16 ? "bfloat16" : "float32", (long long)bad);
+    printf("expanded 1-D %s input (stride 0): %s\n", bf16 ? "bfloat16" : "float32", bad == 0 ? "ok" : "WRONG");
 done:
-    sf_cuda_free(0, dx);
-    sf_cuda_free(0, dy);
-    free(y);
-    scanfuse_program_free(pr);
-    scanfuse_fusion_free(f);
+    release_run(dx, dy, NULL, y, pr, f);
 }
 
 /* Runs queued back to back, each reading the previous one's output and writing the
@@ -2708,8 +2699,8 @@ static void part_b(void) {
         lookback_variants();
         expanded_inputs(false);
         expanded_inputs(true);
-        expanded_1d(false, NULL);
-        expanded_1d(true, NULL);
+        expanded_1d(false);
+        expanded_1d(true);
         chained_runs();
         const char *b = getenv("SF_CUDA_TEST_BIG");
         if (b && strcmp(b, "1") == 0) {

@@ -229,12 +229,23 @@ class Gen:
             shape[d] = b - a
             self.lines.append('%s = slice(%s, dim=%d, start=%d, end=%d)' % (self.new(dt, shape), name, d, a, b))
 
+    def argmax_keep(self, name, sh, dim):
+        """argmax along dim with keepdim (indices in range along it by construction): its
+        name and shape"""
+        d = dim % len(sh)
+        shape = [1 if j == d else s for j, s in enumerate(sh)]
+        i = self.new('int64', shape)
+        self.lines.append('%s = argmax(%s, dim=%d, keepdim=true)' % (i, name, dim))
+        return i, shape
+
     def index(self, name, dt, sh, dim):
         r = self.r
         nd = len(sh)
         d = dim % nd
         k = r.random()
-        if k < 0.3 and dt != 'bool':
+        if dt == 'bool':  # (no index op here takes bool values)
+            return
+        if k < 0.3:
             kk = r.randint(1, min(sh[d], 8))
             shape = list(sh)
             shape[d] = kk
@@ -242,20 +253,17 @@ class Gen:
             i = self.new('int64', shape)
             largest = r.choice(['true', 'false'])
             self.lines.append('%s, %s = topk(%s, %d, dim=%d, largest=%s)' % (v, i, name, kk, dim, largest))
-        elif k < 0.6 and dt != 'bool':
-            # indices from argmax with keepdim: in range along dim by construction
-            shape = [1 if j == d else s for j, s in enumerate(sh)]
-            i = self.new('int64', shape)
-            self.lines.append('%s = argmax(%s, dim=%d, keepdim=true)' % (i, name, dim))
+        elif k < 0.6:
+            i, shape = self.argmax_keep(name, sh, dim)
             op = r.choice(['gather', 'take_along_dim'])
             if op == 'gather':
                 self.lines.append('%s = gather(%s, %d, %s)' % (self.new(dt, shape), name, dim, i))
             else:
                 self.lines.append('%s = take_along_dim(%s, %s, dim=%d)' % (self.new(dt, shape), name, i, dim))
-        elif k < 0.7 and dt != 'bool':
+        elif k < 0.7:
             desc = r.choice(['true', 'false'])
             self.lines.append('%s = argsort(%s, dim=%d, descending=%s, stable=true)' % (self.new('int64', sh), name, dim, desc))
-        elif k < 0.8 and dt != 'bool':
+        elif k < 0.8:
             # rows picked by the argmax of each column: indices in range along d
             other = [j for j in range(nd) if j != d]
             if not other:
@@ -272,7 +280,7 @@ class Gen:
             t = self.new(dt, [sh[1], sh[0]])
             self.lines.append('%s = permute(%s, [1, 0])' % (t, name))
             self.lines.append('%s = matmul(%s, %s)' % (self.new(dt, [sh[0], sh[0]]), name, t))
-        elif dt != 'bool' and nd >= 1 and sh[d] <= 1000:
+        elif sh[d] <= 1000:
             # class ids in [0, sh[d]) from argmax over dim, then one_hot or bincount
             shape = [s for j, s in enumerate(sh) if j != d]
             i = self.new('int64', shape)
@@ -315,10 +323,7 @@ class Gen:
     def scatter(self, name, dt, sh, dim):
         """scatter of values at the argmax of each line along dim: one index a line, so the
         result does not depend on the order of writes"""
-        d = dim % len(sh)
-        shape = [1 if j == d else s for j, s in enumerate(sh)]
-        i = self.new('int64', shape)
-        self.lines.append('%s = argmax(%s, dim=%d, keepdim=true)' % (i, name, dim))
+        i, shape = self.argmax_keep(name, sh, dim)
         g = self.new(dt, shape)
         self.lines.append('%s = gather(%s, %d, %s)' % (g, name, dim, i))
         src = g
