@@ -375,17 +375,22 @@ class Gen:
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.stderr.write('usage: random_programs.py SEED COUNT DIR\n')
+    usage = 'usage: random_programs.py SEED COUNT DIR (SEED, COUNT: integers >= 0; DIR exists)\n'
+    if len(sys.argv) != 4 or not sys.argv[1].isdigit() or not sys.argv[2].isdigit():
+        sys.stderr.write(usage)
         return 2
     seed, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     written = 0
-    for s in range(seed, seed + count):
-        text = Gen(s).program()
-        if text:
-            with open('%s/p%d.sf' % (out, s), 'w') as fp:
-                fp.write(text)
-            written += 1
+    try:
+        for s in range(seed, seed + count):
+            text = Gen(s).program()
+            if text:
+                with open('%s/p%d.sf' % (out, s), 'w') as fp:
+                    fp.write(text)
+                written += 1
+    except OSError as e:
+        sys.stderr.write('random_programs.py: %s\n%s' % (e, usage))
+        return 2
     print('%d programs in %s' % (written, out))
     return 0
 

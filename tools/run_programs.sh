@@ -7,25 +7,35 @@
 #   REJECTED  refused with an error (every program given is valid: a finding);
 #   MISMATCH  a failed check (a wrong answer);
 #   CRASH     killed by a signal, a sanitizer report, or over TIMEOUT seconds.
-# Prints a summary and the findings; exit status 1 if there is any finding.
+# Prints a summary and the findings; exit status 1 if there is any finding, 2 on bad
+# arguments (with a message).
 #   tools/run_programs.sh SCANFUSE DIR [RESULTS] [-- run options, e.g. --device cuda]
 #   tools/run_programs.sh SCANFUSE --generate SEED COUNT [RESULTS] [-- options]
 # (--generate writes the programs to a temporary directory first.)  JOBS (default 4),
 # TIMEOUT (default 120).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+usage() {
+    echo "run_programs.sh: $1" >&2
+    echo "usage: run_programs.sh SCANFUSE DIR|--generate SEED COUNT [RESULTS] [-- run options]" >&2
+    exit 2
+}
+[ $# -ge 2 ] || usage "too few arguments"
 BIN=$1
 shift
+[ -x "$BIN" ] || usage "$BIN is not an executable"
 TMP=""
-if [ "${1:-}" = --generate ]; then
+if [ "$1" = --generate ]; then
+    [ $# -ge 3 ] || usage "--generate takes SEED and COUNT"
     TMP=$(mktemp -d "${TMPDIR:-/tmp}/sf_programs.XXXXXX")
     trap 'rm -rf "$TMP"' EXIT
-    python3 "$HERE/random_programs.py" "$2" "$3" "$TMP" >/dev/null || exit 2
+    python3 "$HERE/random_programs.py" "$2" "$3" "$TMP" >/dev/null || usage "cannot generate programs $2 $3"
     DIR=$TMP
     shift 3
 else
     DIR=$1
     shift
+    ls "$DIR"/*.sf >/dev/null 2>&1 || usage "no .sf programs in $DIR"
 fi
 RES=${TMP:-$DIR}/results.txt
 if [ $# -gt 0 ] && [ "$1" != -- ]; then RES=$1; shift; fi
