@@ -4,7 +4,9 @@
 Each program declares one or two inputs of a random dtype and shape (1 to 3 dims, sizes
 from 1 to 70001, at most 300000 elements) and applies 2 to 12 ops drawn from the scans
 (every scan op, both directions, inclusive and exclusive, with and without a dtype),
-pointwise unary and binary ops (broadcasting against keepdim results and literals),
+pointwise unary and binary ops (broadcasting against keepdim results and literals;
+every unary op, some float ones on integers and bools too, and every comparison of
+integers),
 reductions over one or several dims, casts, where, views (permute, reshape, slice,
 expand), pad, triu/tril, matmul, creation ops (arange, iota, full) combined with the
 values, and index ops built to be in range (topk, argsort, gather, take_along_dim,
@@ -17,7 +19,10 @@ Dtypes are tracked as PyTorch promotes them, so that ops that refuse bool (neg, 
 relu, sub) or need a float (logcumsumexp, exp, ...) are only applied where they are
 defined.  Float comparisons and divisors are inputs only: a computed float compared
 with a threshold could flip between the fused result and the float64 reference, and a
-quotient by a cancelling cumsum amplifies the sum's allowed error, both legitimately.
+quotient by a cancelling cumsum amplifies the sum's allowed error, both legitimately;
+for the same reason log, log1p, rsqrt and reciprocal take inputs only, and so do float
+cumprod and prod: a product inherits the relative error of every factor, and a factor
+from a cancelling sum may carry a relative error far above its own ulp.
 
     tools/random_programs.py SEED COUNT DIR     writes DIR/p<seed>.sf for COUNT seeds
     tools/run_programs.sh SCANFUSE DIR [...]    runs each with --check (a summary)
@@ -26,7 +31,7 @@ import random
 import sys
 
 FLOATS = ['float32', 'float16', 'bfloat16', 'float64']
-INTS = ['int32', 'int64', 'uint8', 'int8']
+INTS = ['int32', 'int64', 'uint8', 'int8', 'int16']
 SIZES = [1, 2, 3, 5, 7, 16, 33, 64, 127, 300, 1000]
 LONG = [20000, 40000, 70001]  # several look-back tiles on a GPU
 MAX_ELEMENTS = 300000
@@ -97,6 +102,8 @@ class Gen:
         op = r.choice(['cumsum'] * 3 + ['cumprod', 'cummax', 'cummin', 'logcumsumexp'])
         if op == 'logcumsumexp' and dt not in FLOATS:
             op = 'cumsum'
+        if op == 'cumprod' and dt in FLOATS and not name.startswith('x'):
+            op = 'cumsum'  # (a product of computed floats: see the header)
         if op in ('cummax', 'cummin') and dt == 'bool':
             op = 'cumsum'
         args = [name, 'dim=%d' % dim]
@@ -120,16 +127,25 @@ class Gen:
 
     def unary(self, name, dt, sh):
         r = self.r
+        out = dt
         if dt == 'bool':
-            op = 'logical_not'
+            op = r.choice(['logical_not'] * 3 + ['exp'])
         elif dt in FLOATS:
-            op = r.choice(['neg', 'abs', 'exp', 'sigmoid', 'tanh', 'relu', 'silu', 'sqrt', 'floor'])
+            ops = ['neg', 'abs', 'exp', 'expm1', 'sigmoid', 'tanh', 'relu', 'silu', 'sqrt', 'floor', 'ceil', 'isnan']
+            if name.startswith('x'):
+                # (ill-conditioned near zero: on inputs only, as div; see the header)
+                ops += ['log', 'log1p', 'rsqrt', 'reciprocal']
+            op = r.choice(ops)
         else:
-            op = r.choice(['neg', 'abs', 'relu'])
+            op = r.choice(['neg', 'abs', 'relu'] * 3 + ['sigmoid', 'tanh', 'sqrt', 'isnan'])
             if dt == 'uint8' and op == 'neg':
                 op = 'abs'
-        src = 'abs(%s)' % name if op == 'sqrt' else name
-        self.lines.append('%s = %s(%s)' % (self.new(dt, sh), op, src))
+        if op == 'isnan':
+            out = 'bool'
+        elif op in ('exp', 'sigmoid', 'tanh', 'sqrt') and dt not in FLOATS:
+            out = 'float32'  # (an integer or bool operand gives float32)
+        src = 'abs(%s)' % name if op in ('sqrt', 'log', 'log1p', 'rsqrt') and dt != 'bool' else name
+        self.lines.append('%s = %s(%s)' % (self.new(out, sh), op, src))
 
     def binary(self, name, dt, sh):
         r = self.r
@@ -148,7 +164,7 @@ class Gen:
             op = r.choice(['logical_and', 'logical_or'])
             out = 'bool'
         elif dt not in FLOATS and other[1] not in FLOATS and r.random() < 0.3:
-            op = r.choice(['eq', 'ne', 'lt', 'ge'])  # exact on integers
+            op = r.choice(['eq', 'ne', 'lt', 'le', 'gt', 'ge'])  # exact on integers
             out = 'bool'
         elif dt in FLOATS and other[1] in FLOATS and other[0].startswith('x') and r.random() < 0.2:
             # (only by an input: dividing by a computed value near zero, a cancelling
@@ -167,7 +183,8 @@ class Gen:
         r = self.r
         nd = len(sh)
         op = r.choice(['sum', 'sum', 'max', 'min', 'mean', 'argmax', 'argmin', 'prod'])
-        if (op == 'mean' and dt not in FLOATS) or (numel(sh) == 0 and op not in ('sum', 'prod')):
+        if (op == 'mean' and dt not in FLOATS) or (numel(sh) == 0 and op not in ('sum', 'prod')) or \
+                (op == 'prod' and dt in FLOATS and not name.startswith('x')):
             op = 'sum'  # (max, min, argmax, argmin and mean of nothing are errors or NaN)
         keep = r.random() < 0.4
         kd = ', keepdim=true' if keep else ''
