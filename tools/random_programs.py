@@ -2,7 +2,7 @@
 """random_programs.py — random, well-typed scanfuse programs for differential testing.
 
 Each program declares one or two inputs of a random dtype and shape (1 to 3 dims, sizes
-from 1 to 70001, at most 300000 elements) and applies 2 to 12 ops drawn from the scans
+from 1 to 70001, at most 300000 elements; 3 % of them 1-D of 1000003 or 2^21) and applies 2 to 12 ops drawn from the scans
 (every scan op, both directions, inclusive and exclusive, with and without a dtype),
 pointwise unary and binary ops (broadcasting against keepdim results and literals;
 every unary op, some float ones on integers and bools too, and every comparison of
@@ -34,7 +34,9 @@ FLOATS = ['float32', 'float16', 'bfloat16', 'float64']
 INTS = ['int32', 'int64', 'uint8', 'int8', 'int16']
 SIZES = [1, 2, 3, 5, 7, 16, 33, 64, 127, 300, 1000]
 LONG = [20000, 40000, 70001]  # several look-back tiles on a GPU
-MAX_ELEMENTS = 300000
+MAX_ELEMENTS = 300000  # (but BIG)
+BIG = [1000003, 2097152]
+BIG_ODDS = 0.03
 
 INT_RANK = {'bool': 0, 'uint8': 1, 'int8': 1, 'int16': 2, 'int32': 3, 'int64': 4}
 
@@ -68,6 +70,7 @@ def broadcastable(src, dst):
 
 class Gen:
     def __init__(self, seed):
+        self.seed = seed
         self.r = random.Random(seed)
         self.vals = []  # (name, dtype, shape)
         self.lines = []
@@ -89,6 +92,11 @@ class Gen:
             shape[r.randrange(nd)] = 0  # empty
         while numel(shape) > MAX_ELEMENTS:
             shape = [r.choice(SIZES) for _ in range(nd)]
+        # a few long 1-D inputs (hundreds of look-back tiles on a GPU), drawn from a
+        # generator of their own so that the other seeds' programs stay as they were
+        side = random.Random('long %d' % self.seed)
+        if side.random() < BIG_ODDS:
+            nd, shape = 1, [side.choice(BIG)]
         for i in range(r.choice([1, 1, 2])):
             dt = r.choice(FLOATS * 2 + INTS + ['bool'])
             sh = list(shape)

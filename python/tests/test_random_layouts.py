@@ -23,7 +23,7 @@ sys.path.insert(0, TOOLS)
 random_programs = pytest.importorskip("random_programs")
 
 NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int32": np.int32,
-      "int64": np.int64, "uint8": np.uint8, "int8": np.int8, "bool": np.bool_}
+      "int64": np.int64, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "bool": np.bool_}
 DECL = re.compile(r"^input (\w+): (\w+)\[([^\]]*)\]", re.M)
 
 
