@@ -24,14 +24,19 @@ def run_or_skip(fn):
 @pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.bfloat16, torch.float32,
                                    torch.float64], ids=str)
 def test_cumsum_on_cuda_matches_float64(dtype):
-    x = (torch.randn(64, 513, device="cuda", dtype=torch.float64) * 4).to(dtype)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = (torch.randn(64, 513, device="cuda", dtype=torch.float64, generator=g) * 4).to(dtype)
     y = run_or_skip(lambda: scanfuse.cumsum(x, 1))
     want = torch.cumsum(x, 1)
     assert y.device == x.device and y.dtype == want.dtype and y.shape == want.shape
     ref = torch.cumsum(x.double(), 1)
-    if dtype == torch.float64:  # exact, rounded once: torch's float64 scan rounds each step
+    if dtype == torch.float64:
+        # DESIGN.md §1: float64 outputs within 2^-40 of the prefix's sum of magnitudes
+        # (the GPU folds in double, in a fixed tree: not always closer than torch's
+        # sequential sum, so torch's error is no bound here)
         ref = torch.from_numpy(exact_scan("cumsum", x.cpu().numpy(), 1)).to(x.device)
-    if dtype.is_floating_point:
+        assert bool(((y - ref).abs() <= 2.0 ** -40 * torch.cumsum(x.abs(), 1)).all())
+    elif dtype.is_floating_point:
         e_ours = (y.double() - ref).abs()
         e_torch = (want.double() - ref).abs()
         assert bool((e_ours <= e_torch + torch.finfo(dtype).eps * ref.abs()).all())
