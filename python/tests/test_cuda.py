@@ -29,7 +29,8 @@ def run_or_skip(fn):
 @pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.bfloat16, torch.float32,
                                    torch.float64], ids=str)
 def test_cumsum_on_cuda_matches_float64(dtype):
-    x = (torch.randn(64, 513, device="cuda", dtype=torch.float64, generator=seeded(5)) * 4).to(dtype)
+    x = torch.randn(64, 513, device="cuda", dtype=torch.float64, generator=seeded(5))
+    x = (x * 4).to(dtype)
     y = run_or_skip(lambda: scanfuse.cumsum(x, 1))
     want = torch.cumsum(x, 1)
     assert y.device == x.device and y.dtype == want.dtype and y.shape == want.shape
