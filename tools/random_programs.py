@@ -2,11 +2,11 @@
 """random_programs.py — random, well-typed scanfuse programs for differential testing.
 
 Each program declares one or two inputs of a random dtype and shape (1 to 3 dims, sizes
-from 1 to 70001, at most 300000 elements; 3 % of them 1-D of 1000003 or 2^21) and applies 2 to 12 ops drawn from the scans
-(every scan op, both directions, inclusive and exclusive, with and without a dtype),
-pointwise unary and binary ops (broadcasting against keepdim results and literals;
-every unary op, some float ones on integers and bools too, and every comparison of
-integers),
+from 1 to 70001, at most 300000 elements; in 3 % of the programs 1-D of 1000003 or 2^21)
+and applies 2 to 12 ops drawn from the scans (every scan op, both directions, inclusive
+and exclusive, with and without a dtype), pointwise unary and binary ops (broadcasting
+against keepdim results and literals; every unary op, some float ones on integers and
+bools too, and every comparison of integers),
 reductions over one or several dims, casts, where, views (permute, reshape, slice,
 expand), pad, triu/tril, matmul, creation ops (arange, iota, full) combined with the
 values, and index ops built to be in range (topk, argsort, gather, take_along_dim,
