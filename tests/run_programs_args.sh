@@ -1,6 +1,7 @@
 #!/bin/bash
 # run_programs_args.sh SCANFUSE — a CTest: tools/run_programs.sh and random_programs.py
-# refuse bad arguments with status 2 and a message (and never run a program for them).
+# refuse bad arguments with status 2 and a message (and never run a program for them),
+# and run_programs.sh's VARIANTS reports planted differences.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$1
@@ -26,5 +27,19 @@ want2 "cannot generate programs" "$ROOT/tools/run_programs.sh" "$BIN" --generate
 want2 "usage: random_programs.py" python3 "$ROOT/tools/random_programs.py" 1 2
 want2 "usage: random_programs.py" python3 "$ROOT/tools/random_programs.py" -1 2 "$W"
 want2 "No such file or directory" python3 "$ROOT/tools/random_programs.py" 1 2 "$W/none"
-[ $fail = 0 ] && echo "run_programs / random_programs: bad arguments refused"
+# VARIANTS finds a planted difference: outputs of inputs from another seed
+VARIANTS="again|--seed 1" "$ROOT/tools/run_programs.sh" "$BIN" "$ROOT/tests/programs" "$W/r.txt" >/dev/null 2>&1
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "^DIFFERENT .* :: variant '--seed 1': .* differs" "$W/r.txt"; then
+    echo "FAIL: VARIANTS='again|--seed 1': status $rc, results: $(head -2 "$W/r.txt")"
+    fail=1
+fi
+# ... and a variant that cannot run
+VARIANTS="--no-such-option" "$ROOT/tools/run_programs.sh" "$BIN" "$ROOT/tests/programs" "$W/r.txt" >/dev/null 2>&1
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "^DIFFERENT .* failed: .*unknown option" "$W/r.txt"; then
+    echo "FAIL: VARIANTS=--no-such-option: status $rc, results: $(head -2 "$W/r.txt")"
+    fail=1
+fi
+[ $fail = 0 ] && echo "run_programs / random_programs: bad arguments refused, planted differences found"
 exit $fail
