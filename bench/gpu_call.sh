@@ -13,7 +13,8 @@
 # KEEP_TRACE=1 keeps each run's records);
 # "moeab": the MoE examples by `scanfuse bench` under the default and each MOE_TUNES variant;
 # "programs": tests/programs and RANDOM_COUNT random programs from RANDOM_SEED with --check
-# (tools/run_programs.sh);
+# (tools/run_programs.sh; VARIANTS="again|again" also runs each twice more and compares
+# the bytes);
 # "cub": CUB's DeviceScan on the same shapes beside a copy (bench/cub_scan_ref.sh; carry
 # build/cub_scan_ref where the GPU machine has no nvcc);
 # (PyTorch side by side).
