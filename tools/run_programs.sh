@@ -47,6 +47,7 @@ RES=${TMP:-$DIR}/results.txt
 if [ $# -gt 0 ] && [ "$1" != -- ]; then RES=$1; shift; fi
 [ "${1:-}" = -- ] && shift
 export BIN TIMEOUT=${TIMEOUT:-120} VARIANTS=${VARIANTS:-}
+export SANITIZER_REPORT="AddressSanitizer\|LeakSanitizer\|runtime error:"
 # same_as_checked FILE DIR OPTIONS...: runs FILE under each variant into DIR/1, DIR/2, ...
 # and compares every output with DIR/0's; prints the first difference, if any
 same_as_checked() {
@@ -59,7 +60,7 @@ same_as_checked() {
         # (word splitting of $v is wanted: a variant is a list of options)
         # shellcheck disable=SC2086
         if ! timeout "$TIMEOUT" "$BIN" run "$f" "$@" $v --out-dir "$d/$i" > "$d/log" 2>&1 ||
-           grep -q "AddressSanitizer\|LeakSanitizer\|runtime error:" "$d/log"; then
+           grep -q "$SANITIZER_REPORT" "$d/log"; then
             echo "variant '$v' failed: $(tail -2 "$d/log" | tr '\n' ' ')"
             return
         fi
@@ -70,25 +71,21 @@ same_as_checked() {
     done
 }
 one() {
-    local f=$1 out rc bad d="" diff
+    local f=$1 out rc bad d="" diff="" keep=()
     shift
-    if [ -n "${VARIANTS:-}" ]; then
+    if [ -n "$VARIANTS" ]; then # the checked run's outputs, for same_as_checked
         d=$(mktemp -d "${TMPDIR:-/tmp}/sf_same.XXXXXX")
-        out=$(timeout "$TIMEOUT" "$BIN" run "$f" --check "$@" --out-dir "$d/0" 2>&1)
-    else
-        out=$(timeout "$TIMEOUT" "$BIN" run "$f" --check "$@" 2>&1)
+        keep=(--out-dir "$d/0")
     fi
+    out=$(timeout "$TIMEOUT" "$BIN" run "$f" --check "$@" "${keep[@]}" 2>&1)
     rc=$?
-    if echo "$out" | grep -q "AddressSanitizer\|LeakSanitizer\|runtime error:"; then rc=99; fi
-    if [ $rc = 0 ] && [ -n "$d" ]; then
-        diff=$(same_as_checked "$f" "$d" "$@")
-        [ -n "$diff" ] && rc=-1
-    fi
+    if echo "$out" | grep -q "$SANITIZER_REPORT"; then rc=99; fi
+    [ $rc = 0 ] && [ -n "$d" ] && diff=$(same_as_checked "$f" "$d" "$@")
     [ -n "$d" ] && rm -rf "$d"
-    if [ $rc = 0 ]; then
-        echo "OK $f"
-    elif [ $rc = -1 ]; then
+    if [ -n "$diff" ]; then
         echo "DIFFERENT $f :: $diff"
+    elif [ $rc = 0 ]; then
+        echo "OK $f"
     elif [ $rc -ge 2 ]; then
         echo "CRASH $f (status $rc) :: $(echo "$out" | grep -v '^v[0-9]*:' | tail -3 | tr '\n' ' ')"
     else
