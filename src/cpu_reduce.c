@@ -6,7 +6,8 @@
  *  - sum/prod/mean convert the input to the result dtype first; float sum and mean
  *    use compensated summation (twice double precision: each output is the exact sum
  *    rounded once; mean divides that sum by the count before the one rounding); float
- *    prod accumulates in double; integers in int64 with wrapping;
+ *    prod accumulates in double with a carried power of two (sf_prodx: no partial
+ *    product over- or underflows); integers in int64 with wrapping;
  *  - max/min propagate NaN; argmax/argmin return the first index of the extreme value
  *    and a NaN counts as the extreme (the first NaN wins); indices are row-major over
  *    the reduced dims (the flattened input when no dim is given);
@@ -99,7 +100,10 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     switch (k) {
     case R_SUM_F: case R_MEAN: TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);) break;
     case R_SUM_I: TILE_LOOP(iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);) break;
-    case R_PROD_F: TILE_LOOP(hi[j] *= xf[q0 + j];) break;
+    case R_PROD_F: /* the product is hi * 2^iv (sf_prodx) */
+        TILE_LOOP(const sf_prodx p = sf_prodx_mul((sf_prodx){hi[j], iv[j]}, sf_prodx_of(xf[q0 + j]));
+                  hi[j] = p.m; iv[j] = p.e;)
+        break;
     case R_PROD_I: TILE_LOOP(iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);) break;
     case R_MAX_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;) break;
     case R_MIN_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x < hi[j]) hi[j] = x;) break;
@@ -151,7 +155,10 @@ static void red_finish(red_work *w, red_kind k, scanfuse_dtype dt, double count,
     case R_MEAN:
         for (int64_t j = 0; j < m; j++) w->yf[j] = sum2_div(w->hi[j], w->lo[j], count, dt);
         break;
-    case R_PROD_F: case R_MAX_F: case R_MIN_F:
+    case R_PROD_F:
+        for (int64_t j = 0; j < m; j++) w->yf[j] = sf_prodx_value((sf_prodx){w->hi[j], w->iv[j]});
+        break;
+    case R_MAX_F: case R_MIN_F:
         memcpy(w->yf, w->hi, (size_t)m * sizeof(double));
         break;
     case R_SUM_I: case R_PROD_I: case R_MAX_I: case R_MIN_I:

@@ -415,9 +415,11 @@ static void scan_tile(scan_work *w, scan_kind k, scanfuse_dtype dt, bool excl, i
                       yf[q0 + j] = sf_cpu_sum2_result(hi[j], lo[j], dt);)
         }
         break;
-    case K_PROD_F:
-        TILE_LOOP(double before = hi[j]; hi[j] *= xf[q0 + j];
-                  yf[q0 + j] = excl ? before : hi[j];)
+    case K_PROD_F: /* the product is hi * 2^iv (sf_prodx) */
+        TILE_LOOP(const sf_prodx before = {hi[j], iv[j]};
+                  const sf_prodx after = sf_prodx_mul(before, sf_prodx_of(xf[q0 + j]));
+                  hi[j] = after.m; iv[j] = after.e;
+                  yf[q0 + j] = sf_prodx_value(excl ? before : after);)
         break;
     case K_LSE:
         if (dt == SCANFUSE_FLOAT64) { /* every bit counts: the reference's own chain */
@@ -577,7 +579,7 @@ typedef struct scarry {
     int64_t i;     /* FK_ISUM, FK_PROD of integers */
     sf_maxc m;     /* FK_MAX */
     sf_maxc64 m64; /* FK_MAX64 */
-    double p;      /* FK_PROD of floats */
+    sf_prodx p;    /* FK_PROD of floats */
 } scarry;
 
 /* Per chained task (one partition of one row): its summary (part_reduce) and its
@@ -664,7 +666,7 @@ static scarry carry_init(const row_job *j) {
         c.m64.key = sf_key64(c.m64.vbits, j->in->dtype, j->is_min);
         c.m64.idx = -1;
     }
-    c.p = 1.0;
+    c.p = (sf_prodx){1.0, 0};
     if (j->kind == FK_PROD) c.i = 1;
     return c;
 }

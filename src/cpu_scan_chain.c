@@ -267,17 +267,18 @@ void sf_scan_max64(const sf_seq *s, int64_t a, int64_t b, sf_maxc64 *c, bool sto
 /* cumprod along a row                                                               */
 /* ------------------------------------------------------------------------------ */
 
-CH_AI void prodf_impl(const sf_seq *s, int64_t a, int64_t b, double *pf, scanfuse_dtype xdt,
+/* Float products carry a power of two beside the double (sf_prodx, sf.h): the chain
+ * is still one multiply a step (the window checks branch off it only when the product
+ * leaves [2^-500, 2^500]). */
+CH_AI void prodf_impl(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, scanfuse_dtype xdt,
                       scanfuse_dtype ydt, int64_t xs) {
-    double p = *pf;
+    sf_prodx p = *pf;
     int64_t i = a;
-    for (; i < b && i < s->lo; i++) { /* the identity: p * 1 is p */
-        p = p * 1.0;
-        st_f(s->y, s->y0 + s->ys * i, ydt, p);
-    }
+    for (; i < b && i < s->lo; i++) /* the identity: the product stays */
+        st_f(s->y, s->y0 + s->ys * i, ydt, sf_prodx_value(p));
     for (; i < b; i++) {
-        p = p * ld_f(s->x, s->x0 + xs * i, xdt);
-        st_f(s->y, s->y0 + s->ys * i, ydt, p);
+        p = sf_prodx_mul(p, sf_prodx_of(ld_f(s->x, s->x0 + xs * i, xdt)));
+        st_f(s->y, s->y0 + s->ys * i, ydt, sf_prodx_value(p));
     }
     *pf = p;
 }
@@ -308,7 +309,7 @@ CH_AI void prodi_impl(const sf_seq *s, int64_t a, int64_t b, int64_t *pi, scanfu
         return;                                                                        \
     }
 
-void sf_scan_prod(const sf_seq *s, int64_t a, int64_t b, double *pf, int64_t *pi) {
+void sf_scan_prod(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, int64_t *pi) {
     const scanfuse_dtype xdt = s->xdt, ydt = s->ydt;
     const int64_t xs = s->xs;
     SF_ASSERT(sf_scan_prod_ok(xdt, ydt) && (xs == 1 || xs == -1));
@@ -403,11 +404,12 @@ CHAIN_CLONES static void max_cols(const sf_cols *c, int64_t j0, int64_t j1) {
  * target_clones function undefined at link time.) */
 void sf_scan_max_cols(const sf_cols *c, int64_t j0, int64_t j1) { max_cols(c, j0, j1); }
 
-/* cumprod of columns [j0, j1): per column the running product (double or wrapping
+/* cumprod of columns [j0, j1): per column the running product (sf_prodx or wrapping
  * int64), one multiply per step and column, in step order: the row scan's bits. */
 CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype xdt,
                       scanfuse_dtype ydt, bool unit) {
-    _Alignas(64) double pf[SF_SCAN_COLTILE];
+    _Alignas(64) double pf[SF_SCAN_COLTILE]; /* float products: pf * 2^pe (sf_prodx) */
+    _Alignas(64) int64_t pe[SF_SCAN_COLTILE];
     _Alignas(64) uint64_t pi[SF_SCAN_COLTILE];
     const int64_t w = j1 - j0, ex = sf_scan_es(xdt), ey = sf_scan_es(ydt);
     const int64_t xc = unit ? 1 : c->xc, yc = unit ? 1 : c->yc;
@@ -415,6 +417,7 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
     SF_ASSERT(w > 0 && w <= SF_SCAN_COLTILE);
     for (int64_t j = 0; j < w; j++) {
         pf[j] = 1.0;
+        pe[j] = 0;
         pi[j] = 1;
     }
     for (int64_t t = 0; t < c->nsteps; t++) {
@@ -423,8 +426,12 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
         const bool id = t < c->lo; /* the identity row: the product stays */
         if (fl) {
             if (!id)
-                for (int64_t j = 0; j < w; j++) pf[j] = pf[j] * ld_f(xr, j * xc, xdt);
-            for (int64_t j = 0; j < w; j++) st_f(yr, j * yc, ydt, pf[j]);
+                for (int64_t j = 0; j < w; j++) {
+                    sf_prodx p = sf_prodx_mul((sf_prodx){pf[j], pe[j]}, sf_prodx_of(ld_f(xr, j * xc, xdt)));
+                    pf[j] = p.m;
+                    pe[j] = p.e;
+                }
+            for (int64_t j = 0; j < w; j++) st_f(yr, j * yc, ydt, sf_prodx_value((sf_prodx){pf[j], pe[j]}));
         } else {
             if (!id)
                 for (int64_t j = 0; j < w; j++) pi[j] = pi[j] * (uint64_t)ld_i(xr, j * xc, xdt);

@@ -268,7 +268,7 @@ static inline uint64_t sf_ident64_bits(scanfuse_dtype dt, bool is_min) {
 void sf_scan_max64(const sf_seq *s, int64_t a, int64_t b, sf_maxc64 *c, bool store);
 /* cumprod over logical [a, b) of a row: *pf (float results) or *pi (integer results)
  * is the product before a (in) and before b (out). */
-void sf_scan_prod(const sf_seq *s, int64_t a, int64_t b, double *pf, int64_t *pi);
+void sf_scan_prod(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, int64_t *pi);
 /* Column tiles of cummax/cummin (any dtype, xdt == ydt) and cumprod. */
 void sf_scan_max_cols(const sf_cols *c, int64_t j0, int64_t j1);
 void sf_scan_prod_cols(const sf_cols *c, int64_t j0, int64_t j1);

@@ -3,8 +3,8 @@
  * backend, with the pointwise prologue and epilogue of their segment fused in: the
  * kernel shape from the static shape, and the per-kernel `Io` struct the reduction
  * skeletons (cuda_skeletons.c: sf_red_*) are instantiated with.  Float sums and means
- * accumulate in double-double, products in double, integers in wrapping int64; the
- * operators are the prelude's (cuda_prelude.c).
+ * accumulate in double-double, products in double with a carried power of two (sf_px_*),
+ * integers in wrapping int64; the operators are the prelude's (cuda_prelude.c).
  *
  * Reductions see the input as nout outputs x nred reduced elements, reduced in a fixed
  * order (a thread's strided run, then an order-preserving tree), splits combined in
@@ -150,7 +150,14 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
             op = "OpSumI";
         }
         break;
-    case SF_OP_prod: op = fl ? "OpProdD" : "OpProdI"; break;
+    case SF_OP_prod:
+        op = fl ? "OpProdD" : "OpProdI";
+        if (fl) { /* the product and its power of two (sf_prodx, sf.h) */
+            tsize = 16;
+            elem = "sf_px_make(x)";
+            sf_buf_puts(&val, "sf_px_val(s)");
+        }
+        break;
     case SF_OP_max: op = fl ? "OpMaxD" : "OpMaxI"; break;
     case SF_OP_min: op = fl ? "OpMinD" : "OpMinI"; break;
     default:

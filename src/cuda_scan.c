@@ -149,7 +149,14 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
             snprintf(sk->op, sizeof sk->op, fl ? "OpSumD" : "OpSumI");
         }
         break;
-    case SF_OP_cumprod: snprintf(sk->op, sizeof sk->op, fl ? "OpProdD" : "OpProdI"); break;
+    case SF_OP_cumprod:
+        snprintf(sk->op, sizeof sk->op, fl ? "OpProdD" : "OpProdI");
+        if (fl) { /* the product and its power of two (sf_prodx, sf.h) */
+            sk->tsize = 16;
+            sk->elem = "sf_px_make(x)";
+            sk->val = "sf_px_val(s)";
+        }
+        break;
     case SF_OP_logcumsumexp: snprintf(sk->op, sizeof sk->op, "OpLse"); break;
     default: { /* cummax, cummin */
         bool mx = n->op == SF_OP_cummax;

@@ -661,6 +661,7 @@ static double log_add_exp(double a, double b) {
 typedef struct scan_state {
     sacc acc;
     double fv;
+    int64_t fe; /* cumprod of floats: the product is fv * 2^fe (sf_prodx) */
     int64_t iv;
     int64_t idx;
 } scan_state;
@@ -674,6 +675,7 @@ static void scan_reset(const sf_node *n, const rbuf *y, scan_state *s) {
         break;
     case SF_OP_cumprod:
         s->fv = 1.0;
+        s->fe = 0;
         s->iv = 1;
         break;
     case SF_OP_cummax:
@@ -700,8 +702,11 @@ static void scan_update(const sf_node *n, const rbuf *x, const rbuf *y, scan_sta
         else s->iv = u2i((uint64_t)s->iv + (uint64_t)load_i(x, off, dt));
         break;
     case SF_OP_cumprod:
-        if (y->isf) s->fv *= load_f(x, off, dt);
-        else s->iv = u2i((uint64_t)s->iv * (uint64_t)load_i(x, off, dt));
+        if (y->isf) {
+            sf_prodx p = sf_prodx_mul((sf_prodx){s->fv, s->fe}, sf_prodx_of(load_f(x, off, dt)));
+            s->fv = p.m;
+            s->fe = p.e;
+        } else s->iv = u2i((uint64_t)s->iv * (uint64_t)load_i(x, off, dt));
         break;
     case SF_OP_cummax:
     case SF_OP_cummin: {
@@ -729,6 +734,7 @@ static void scan_update(const sf_node *n, const rbuf *x, const rbuf *y, scan_sta
 
 static void scan_emit(const sf_node *n, rbuf *y, rbuf *yi, const scan_state *s, int64_t off) {
     if (n->op == SF_OP_cumsum && y->isf) put_acc(y, off, &s->acc);
+    else if (n->op == SF_OP_cumprod && y->isf) put_f(y, off, sf_prodx_value((sf_prodx){s->fv, s->fe}));
     else if (y->isf) put_f(y, off, s->fv);
     else put_i(y, off, s->iv);
     if (yi) put_i(yi, off, s->idx);
@@ -838,6 +844,7 @@ static scanfuse_status k_reduce(rctx *c, const sf_node *n) {
         int64_t ridx[SF_MAX_DIMS] = {0};
         acc_init(acc);
         double fv = n->op == SF_OP_prod ? 1.0 : mx ? -INFINITY : INFINITY;
+        int64_t fe = 0; /* prod of floats: fv * 2^fe (sf_prodx) */
         int64_t iv = n->op == SF_OP_prod ? 1
                      : (n->op == SF_OP_sum || n->op == SF_OP_mean) ? 0
                      : mx ? sf_int_min(dt) : sf_int_max(dt);
@@ -850,8 +857,11 @@ static scanfuse_status k_reduce(rctx *c, const sf_node *n) {
                 else iv = u2i((uint64_t)iv + (uint64_t)load_i(x, off, dt));
                 break;
             case SF_OP_prod:
-                if (y->isf) fv *= load_f(x, off, dt);
-                else iv = u2i((uint64_t)iv * (uint64_t)load_i(x, off, dt));
+                if (y->isf) {
+                    sf_prodx pr = sf_prodx_mul((sf_prodx){fv, fe}, sf_prodx_of(load_f(x, off, dt)));
+                    fv = pr.m;
+                    fe = pr.e;
+                } else iv = u2i((uint64_t)iv * (uint64_t)load_i(x, off, dt));
                 break;
             default: /* max, min: NaN propagates (the first NaN is kept) */
                 if (y->isf) {
@@ -874,6 +884,8 @@ static scanfuse_status k_reduce(rctx *c, const sf_node *n) {
             else put_i(y, o, p.nred ? iv / p.nred : 0);
         } else if (n->op == SF_OP_sum && y->isf) {
             put_acc(y, o, acc);
+        } else if (n->op == SF_OP_prod && y->isf) {
+            put_f(y, o, sf_prodx_value((sf_prodx){fv, fe}));
         } else if (y->isf) {
             put_f(y, o, fv);
         } else {

@@ -19,10 +19,13 @@
 
 #include "scanfuse.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SF_MAX_DIMS SCANFUSE_MAX_DIMS
 #define SF_MAX_LIST (2 * SF_MAX_DIMS) /* pad lists hold two entries per dim */
@@ -67,6 +70,47 @@ int64_t sf_wrap_int(int64_t v, scanfuse_dtype dt);
 /* Rounds a double to the nearest value of a float dtype (round to nearest even,
  * directly from double, no double rounding); NaN and infinities pass through. */
 double sf_round_to(double v, scanfuse_dtype dt);
+
+/* Float products (cumprod, prod, every backend): the running product is m * 2^e, m a
+ * double kept within [2^-500, 2^500] (or 0, an infinity, NaN) and e an int64 power of
+ * two, so no partial product over- or underflows: each multiply rounds m * x to 53
+ * significant bits, exactly as the product in double does whenever that one stays in
+ * range (the scaling is by powers of two), and a zero prefix times a stretch whose
+ * product would overflow double stays 0 whatever the order of the multiplies (in order
+ * on the CPU and in the reference, a tree on the GPU: OpProdD of cuda_prelude.c, the
+ * same definitions).  The value is rounded once, to double, at the end. */
+typedef struct sf_prodx {
+    double m;
+    int64_t e;
+} sf_prodx;
+
+/* m * 2^e brought back into the window (m: the result of one multiply of two values in
+ * it, so within [2^-1000, 2^1000], or any double for an input) */
+static inline sf_prodx sf_prodx_norm(double m, int64_t e) {
+    sf_prodx r = {m, e};
+    double a = fabs(m);
+    if (!(a >= 0x1p-500 && a <= 0x1p500) && a != 0 && a <= DBL_MAX) {
+        int k;
+        r.m = frexp(m, &k);
+        r.e += k;
+    }
+    return r;
+}
+static inline sf_prodx sf_prodx_of(double x) { return sf_prodx_norm(x, 0); }
+static inline sf_prodx sf_prodx_mul(sf_prodx a, sf_prodx b) {
+    return sf_prodx_norm(a.m * b.m, a.e + b.e);
+}
+/* m * 2^e rounded once to double: one multiply by an exact power of two (which rounds
+ * only if the result is subnormal, and overflows to an infinity only if it must) */
+static inline double sf_prodx_value(sf_prodx p) {
+    if (p.e >= -1022 && p.e <= 1023) {
+        uint64_t bits = (uint64_t)(p.e + 1023) << 52;
+        double s;
+        memcpy(&s, &bits, sizeof s);
+        return p.m * s;
+    }
+    return ldexp(p.m, p.e < -4000 ? -4000 : p.e > 4000 ? 4000 : (int)p.e);
+}
 
 /* float16 / bfloat16 bit conversions (round to nearest even). */
 uint16_t sf_f64_to_f16(double v);

@@ -105,7 +105,14 @@ static double xacc_value(const xacc *a) {
 
 /* Builds TEXT, compiles it for the CPU with `threads`, runs it on contiguous tensors.
  * Returns the status; the message goes to stderr on failure. */
+static scanfuse_status run_text_on(const char *text, scanfuse_device device, int threads, tbuf *in,
+                                   tbuf *out);
 static scanfuse_status run_text(const char *text, int threads, tbuf *in, tbuf *out) {
+    return run_text_on(text, SCANFUSE_DEVICE_CPU, threads, in, out);
+}
+/* ... on `device` (the reference evaluator: SCANFUSE_DEVICE_REFERENCE) */
+static scanfuse_status run_text_on(const char *text, scanfuse_device device, int threads, tbuf *in,
+                                   tbuf *out) {
     scanfuse_fusion *f = scanfuse_parse(text, "accuracy");
     scanfuse_status st = f ? scanfuse_fusion_status(f) : SCANFUSE_ERROR_MEMORY;
     if (st != SCANFUSE_OK) {
@@ -116,6 +123,7 @@ static scanfuse_status run_text(const char *text, int threads, tbuf *in, tbuf *o
     scanfuse_options opt;
     scanfuse_options_init(&opt);
     opt.threads = threads;
+    opt.device = device;
     scanfuse_program *p = scanfuse_compile(f, &opt);
     st = p ? scanfuse_program_status(p) : SCANFUSE_ERROR_MEMORY;
     if (st == SCANFUSE_OK) st = scanfuse_run(p, &in->dl, 1, &out->dl, 1);
@@ -614,6 +622,118 @@ static void lse_cases(void) {
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* cumprod/prod: a power of two carried beside the double (sf_prodx), so the running   */
+/* product leaves double's range and comes back, and every walk agrees bit for bit     */
+/* ---------------------------------------------------------------------------------- */
+
+/* One sequence: x[n] of dtype dt, its inclusive cumprod want[n] (exact powers of two
+ * times small integers, so every value is known), prod = want[n - 1]. */
+static void prod_sequence(scanfuse_dtype dt, const double *x, const double *want, int64_t n) {
+    const char *dn = scanfuse_dtype_name(dt);
+    for (int form = 0; form < 3; form++) { /* inclusive, exclusive, prod */
+        tbuf in, out;
+        int64_t one = 1;
+        CHECK(tb_init(&in, dt, 1, &n, 0) && tb_init(&out, dt, form == 2 ? 0 : 1, form == 2 ? &one : &n, 0));
+        for (int64_t j = 0; j < n; j++) sf_store_f64(in.base, tb_offset(&in, j), dt, x[j]);
+        char text[200];
+        snprintf(text, sizeof text, "input x: %s[%lld]\ny = %s\noutput y\n", dn, (long long)n,
+                 form == 0 ? "cumprod(x, dim=0)" : form == 1 ? "cumprod(x, dim=0, exclusive=true)" : "prod(x)");
+        for (int dev = 0; dev < 2; dev++) {
+            CHECK(run_text_on(text, dev ? SCANFUSE_DEVICE_REFERENCE : SCANFUSE_DEVICE_CPU, 1, &in, &out) ==
+                  SCANFUSE_OK);
+            for (int64_t j = 0; j < (form == 2 ? 1 : n); j++) {
+                double w = form == 2 ? want[n - 1] : form == 1 ? (j ? want[j - 1] : 1.0) : want[j];
+                w = sf_round_to(w, dt);
+                double got = tb_get_f(&out, j);
+                CHECKF(got == w || (isnan(got) && isnan(w)), "%s %s on the %s, element %lld: %.17g, want %.17g",
+                       dn, form == 0 ? "cumprod" : form == 1 ? "exclusive cumprod" : "prod",
+                       dev ? "reference" : "CPU", (long long)j, got, w);
+            }
+        }
+        tb_free(&in);
+        tb_free(&out);
+    }
+}
+
+static void prod_cases(void) {
+    /* float64: under double's range and back, a subnormal input, over it and back, then a
+     * zero times a stretch that overflows on its own (0, not NaN) */
+    const double x64[] = {0x1p-600, 0x1p-600, 0x1p600, 0x1p600, 0x1p-1074, 0x1p1000, 0x1p74, 3.0,
+                          0x1p1023, 0x1p1023, 0x1p-1023, 0x1p-1023, 5.0, 0.0, 0x1p1000, 0x1p1000, 7.0};
+    const double w64[] = {0x1p-600, 0.0, 0x1p-600, 1.0, 0x1p-1074, 0x1p-74, 1.0, 3.0,
+                          INFINITY, INFINITY, INFINITY, 3.0, 15.0, 0.0, 0.0, 0.0, 0.0};
+    prod_sequence(SCANFUSE_FLOAT64, x64, w64, (int64_t)(sizeof x64 / sizeof x64[0]));
+    /* float32: eleven factors of 2^100 (2^1100 overflows double), eleven of 2^-100, 0.5 */
+    double x32[23], w32[23];
+    for (int j = 0; j < 23; j++) {
+        x32[j] = j < 11 ? 0x1p100 : j < 22 ? 0x1p-100 : 0.5;
+        int e = j < 11 ? 100 * (j + 1) : j < 22 ? 100 * (21 - j) : -1;
+        w32[j] = e > 1023 ? INFINITY : ldexp(1.0, e);
+    }
+    prod_sequence(SCANFUSE_FLOAT32, x32, w32, 23);
+
+    /* the same wide-magnitude values (products of up to ~2^2000 either way, zeros, an
+     * infinity) scanned as rows ([3, n], dim 1: the row chain), as columns ([n, 3], dim 0:
+     * the column walk), at 1 and 3 threads, as float64 results of float32 inputs (the
+     * generic path), and by the reference: all in order, so all the same bits */
+    enum { LEN = 3000, COLS = 3 };
+    int64_t srow[2] = {COLS, LEN}, scol[2] = {LEN, COLS};
+    tbuf ri, ro, ci, co, rr, gi, go;
+    CHECK(tb_init(&ri, SCANFUSE_FLOAT32, 2, srow, 0) && tb_init(&ro, SCANFUSE_FLOAT32, 2, srow, 0) &&
+          tb_init(&ci, SCANFUSE_FLOAT32, 2, scol, 0) && tb_init(&co, SCANFUSE_FLOAT32, 2, scol, 0) &&
+          tb_init(&rr, SCANFUSE_FLOAT32, 2, srow, 0) && tb_init(&gi, SCANFUSE_FLOAT32, 2, srow, 0) &&
+          tb_init(&go, SCANFUSE_FLOAT64, 2, srow, 0));
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0x9E0D);
+    for (int64_t c = 0; c < COLS; c++)
+        for (int64_t t = 0; t < LEN; t++) {
+            double v = (sf_test_rng_next(&rng) & 1 ? -1 : 1) * exp2(240.0 * sf_test_rng_uniform(&rng) - 120.0);
+            if (t % 1009 == 500 + c) v = 0.0;
+            if (c == 2 && t == 2500) v = INFINITY;
+            sf_store_f64(ri.base, tb_offset(&ri, c * LEN + t), ri.dt, v);
+            sf_store_f64(gi.base, tb_offset(&gi, c * LEN + t), gi.dt, v);
+            sf_store_f64(ci.base, tb_offset(&ci, t * COLS + c), ci.dt, v);
+        }
+    static const char row[] = "input x: float32[3, 3000]\ny = cumprod(x, dim=1)\noutput y\n";
+    static const char col[] = "input x: float32[3000, 3]\ny = cumprod(x, dim=0)\noutput y\n";
+    static const char gen[] = "input x: float32[3, 3000]\ny = cumprod(x, dim=1, dtype=float64)\noutput y\n";
+    CHECK(run_text_on(row, SCANFUSE_DEVICE_REFERENCE, 1, &ri, &rr) == SCANFUSE_OK);
+    int64_t nonfinite = 0, finite = 0;
+    for (int64_t q = 0; q < COLS * LEN; q++) {
+        double v = tb_get_f(&rr, q);
+        if (isfinite(v) && v != 0) finite++;
+        else nonfinite++;
+    }
+    CHECKF(finite > 100 && nonfinite > 100, "prod walks: %lld finite nonzero and %lld other results (want both)",
+           (long long)finite, (long long)nonfinite);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        CHECK(run_text(row, threads, &ri, &ro) == SCANFUSE_OK);
+        CHECK(run_text(col, threads, &ci, &co) == SCANFUSE_OK);
+        CHECK(run_text(gen, threads, &gi, &go) == SCANFUSE_OK);
+        int64_t bad_row = 0, bad_col = 0, bad_gen = 0;
+        for (int64_t c = 0; c < COLS; c++)
+            for (int64_t t = 0; t < LEN; t++) {
+                double want = tb_get_f(&rr, c * LEN + t), a = tb_get_f(&ro, c * LEN + t);
+                double b = tb_get_f(&co, t * COLS + c), g = sf_round_to(tb_get_f(&go, c * LEN + t), SCANFUSE_FLOAT32);
+                bad_row += memcmp(&a, &want, sizeof a) != 0;
+                bad_col += memcmp(&b, &want, sizeof b) != 0;
+                bad_gen += memcmp(&g, &want, sizeof g) != 0 && !(isnan(g) && isnan(want));
+            }
+        CHECKF(bad_row == 0 && bad_col == 0 && bad_gen == 0,
+               "cumprod walks at %d threads: %lld (rows), %lld (columns), %lld (float64 results) of %d "
+               "elements differ from the reference", threads, (long long)bad_row, (long long)bad_col,
+               (long long)bad_gen, COLS * LEN);
+    }
+    tb_free(&ri);
+    tb_free(&ro);
+    tb_free(&ci);
+    tb_free(&co);
+    tb_free(&rr);
+    tb_free(&gi);
+    tb_free(&go);
+}
+
+/* ---------------------------------------------------------------------------------- */
 
 static void self_test(void) {
     /* the exact accumulator: (2^60 + 1) - 2^60 with tiny values around */
@@ -643,6 +763,7 @@ int main(void) {
     printf("determinism:\n");
     determinism();
     lse_cases();
+    prod_cases();
     printf("%.1f s of CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
     return sf_test_finish("test_accuracy");
 }
