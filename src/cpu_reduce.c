@@ -87,6 +87,44 @@ static void red_init(red_work *w, red_kind k, int64_t m) {
         }                                                                              \
     }
 
+/* The float products of a tile of K positions x m > 1 outputs (sf_prodx: hi * 2^iv):
+ * for each position, chunks of 64 outputs multiplied in a vector loop that only flags
+ * the rare outputs (sf_prodx_flag), then those one by one.  Cloned for AVX2 and
+ * AVX-512, whose 64-bit compares vectorize the flags (SSE2 has none). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define PROD_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef PROD_CLONES
+#define PROD_CLONES
+#endif
+PROD_CLONES static void prod_tile_cols(double *restrict hi, int64_t *restrict iv, const double *restrict xf, int64_t K,
+                           int64_t m) {
+    for (int64_t t = 0; t < K; t++) {
+        const double *restrict x = xf + t * m;
+        for (int64_t c0 = 0; c0 < m; c0 += 64) {
+            const int64_t n = c0 + 64 < m ? 64 : m - c0;
+            double tm[64];
+            unsigned char fj[64];
+            int f = 0;
+            for (int64_t j = 0; j < n; j++) {
+                tm[j] = hi[c0 + j] * x[c0 + j];
+                fj[j] = (unsigned char)sf_prodx_flag(tm[j], x[c0 + j]);
+                f |= fj[j];
+            }
+            if (f)
+                for (int64_t j = 0; j < n; j++) {
+                    if (!fj[j]) continue;
+                    const sf_prodx p = sf_prodx_mul((sf_prodx){hi[c0 + j], iv[c0 + j]}, sf_prodx_of(x[c0 + j]));
+                    tm[j] = p.m;
+                    iv[c0 + j] = p.e;
+                }
+            for (int64_t j = 0; j < n; j++) hi[c0 + j] = tm[j];
+        }
+    }
+}
+
 /* Folds a tile of K reduced positions x m outputs (element q = t*m + j; position t
  * has row-major index r0 + t) into the accumulators.  max/min: once NaN, nothing is
  * > NaN, so the NaN stays.  argmax/argmin: the first NaN wins, otherwise only a
@@ -101,8 +139,12 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     case R_SUM_F: case R_MEAN: TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);) break;
     case R_SUM_I: TILE_LOOP(iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);) break;
     case R_PROD_F: /* the product is hi * 2^iv (sf_prodx) */
-        TILE_LOOP(const sf_prodx p = sf_prodx_mul((sf_prodx){hi[j], iv[j]}, sf_prodx_of(xf[q0 + j]));
-                  hi[j] = p.m; iv[j] = p.e;)
+        if (m == 1) {
+            TILE_LOOP(const sf_prodx p = sf_prodx_mul((sf_prodx){hi[j], iv[j]}, sf_prodx_of(xf[q0 + j]));
+                      hi[j] = p.m; iv[j] = p.e;)
+        } else {
+            prod_tile_cols(hi, iv, xf, K, m);
+        }
         break;
     case R_PROD_I: TILE_LOOP(iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);) break;
     case R_MAX_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;) break;

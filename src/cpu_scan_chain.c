@@ -267,18 +267,23 @@ void sf_scan_max64(const sf_seq *s, int64_t a, int64_t b, sf_maxc64 *c, bool sto
 /* cumprod along a row                                                               */
 /* ------------------------------------------------------------------------------ */
 
-/* Float products carry a power of two beside the double (sf_prodx, sf.h): the chain
- * is still one multiply a step (the window checks branch off it only when the product
- * leaves [2^-500, 2^500]). */
+/* Float products carry a power of two beside the double (sf_prodx, sf.h): the chain is
+ * still one multiply a step (the window test branches off it, taken only when the
+ * product leaves [2^-500, 2^500]); the value is two more multiplies by the scales of
+ * the power of two, which change only with it. */
 CH_AI void prodf_impl(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, scanfuse_dtype xdt,
                       scanfuse_dtype ydt, int64_t xs) {
     sf_prodx p = *pf;
+    int64_t es = p.e;
+    double s1, s2;
+    sf_prodx_scales(es, &s1, &s2);
     int64_t i = a;
     for (; i < b && i < s->lo; i++) /* the identity: the product stays */
-        st_f(s->y, s->y0 + s->ys * i, ydt, sf_prodx_value(p));
+        st_f(s->y, s->y0 + s->ys * i, ydt, p.m * s1 * s2);
     for (; i < b; i++) {
-        p = sf_prodx_mul(p, sf_prodx_of(ld_f(s->x, s->x0 + xs * i, xdt)));
-        st_f(s->y, s->y0 + s->ys * i, ydt, sf_prodx_value(p));
+        p = sf_prodx_times(p, ld_f(s->x, s->x0 + xs * i, xdt), xdt);
+        if (__builtin_expect(p.e != es, 0)) sf_prodx_scales(es = p.e, &s1, &s2);
+        st_f(s->y, s->y0 + s->ys * i, ydt, p.m * s1 * s2);
     }
     *pf = p;
 }
@@ -410,6 +415,7 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
                       scanfuse_dtype ydt, bool unit) {
     _Alignas(64) double pf[SF_SCAN_COLTILE]; /* float products: pf * 2^pe (sf_prodx) */
     _Alignas(64) int64_t pe[SF_SCAN_COLTILE];
+    _Alignas(64) double ps1[SF_SCAN_COLTILE], ps2[SF_SCAN_COLTILE]; /* sf_prodx_scales(pe) */
     _Alignas(64) uint64_t pi[SF_SCAN_COLTILE];
     const int64_t w = j1 - j0, ex = sf_scan_es(xdt), ey = sf_scan_es(ydt);
     const int64_t xc = unit ? 1 : c->xc, yc = unit ? 1 : c->yc;
@@ -418,6 +424,7 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
     for (int64_t j = 0; j < w; j++) {
         pf[j] = 1.0;
         pe[j] = 0;
+        ps1[j] = ps2[j] = 1.0;
         pi[j] = 1;
     }
     for (int64_t t = 0; t < c->nsteps; t++) {
@@ -425,13 +432,34 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
         const char *restrict xr = (const char *)c->x + (c->x0 + c->xs * t + j0 * c->xc) * ex;
         const bool id = t < c->lo; /* the identity row: the product stays */
         if (fl) {
-            if (!id)
-                for (int64_t j = 0; j < w; j++) {
-                    sf_prodx p = sf_prodx_mul((sf_prodx){pf[j], pe[j]}, sf_prodx_of(ld_f(xr, j * xc, xdt)));
-                    pf[j] = p.m;
-                    pe[j] = p.e;
+            /* chunks of 64 columns: the multiplies in a vector loop that only flags the
+             * rare columns (sf_prodx_flag), those columns one by one, then the values */
+            for (int64_t c0 = 0; c0 < w; c0 += 64) {
+                const int64_t n = c0 + 64 < w ? 64 : w - c0;
+                double *restrict m = pf + c0;
+                if (!id) {
+                    double tm[64];
+                    unsigned char fj[64];
+                    int f = 0;
+                    for (int64_t j = 0; j < n; j++) {
+                        const double x = ld_f(xr, (c0 + j) * xc, xdt);
+                        tm[j] = m[j] * x;
+                        fj[j] = (unsigned char)sf_prodx_flag(tm[j], x);
+                        f |= fj[j];
+                    }
+                    if (f)
+                        for (int64_t j = 0; j < n; j++) {
+                            if (!fj[j]) continue;
+                            const double x = ld_f(xr, (c0 + j) * xc, xdt);
+                            const int64_t q = c0 + j;
+                            const sf_prodx p = sf_prodx_times((sf_prodx){m[j], pe[q]}, x, xdt);
+                            tm[j] = p.m;
+                            if (p.e != pe[q]) sf_prodx_scales(pe[q] = p.e, &ps1[q], &ps2[q]);
+                        }
+                    for (int64_t j = 0; j < n; j++) m[j] = tm[j];
                 }
-            for (int64_t j = 0; j < w; j++) st_f(yr, j * yc, ydt, sf_prodx_value((sf_prodx){pf[j], pe[j]}));
+                for (int64_t j = 0; j < n; j++) st_f(yr, (c0 + j) * yc, ydt, m[j] * ps1[c0 + j] * ps2[c0 + j]);
+            }
         } else {
             if (!id)
                 for (int64_t j = 0; j < w; j++) pi[j] = pi[j] * (uint64_t)ld_i(xr, j * xc, xdt);

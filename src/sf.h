@@ -72,27 +72,51 @@ int64_t sf_wrap_int(int64_t v, scanfuse_dtype dt);
 double sf_round_to(double v, scanfuse_dtype dt);
 
 /* Float products (cumprod, prod, every backend): the running product is m * 2^e, m a
- * double kept within [2^-500, 2^500] (or 0, an infinity, NaN) and e an int64 power of
- * two, so no partial product over- or underflows: each multiply rounds m * x to 53
- * significant bits, exactly as the product in double does whenever that one stays in
- * range (the scaling is by powers of two), and a zero prefix times a stretch whose
- * product would overflow double stays 0 whatever the order of the multiplies (in order
- * on the CPU and in the reference, a tree on the GPU: OpProdD of cuda_prelude.c, the
- * same definitions).  The value is rounded once, to double, at the end. */
+ * double kept within [2^-500, 2^500] and e an int64 power of two (0, an infinity and NaN
+ * are m with e = 0), so no partial product over- or underflows: each multiply rounds
+ * m * x to 53 significant bits, exactly as the product in double does whenever that one
+ * stays in range (the scaling is by powers of two), and a zero prefix times a stretch
+ * whose product would overflow double stays 0 whatever the order of the multiplies (in
+ * order on the CPU and in the reference, a tree on the GPU: OpProdD of cuda_prelude.c,
+ * the same definitions).  The value is rounded once, to double, at the end. */
 typedef struct sf_prodx {
     double m;
     int64_t e;
 } sf_prodx;
 
+/* For vector loops: 1 when a plain product mx = m * x of a window value m may need
+ * sf_prodx_times instead: mx outside the window and not 0, or x outside it (0, an
+ * infinity, NaN, a float64 beyond it).  A superset of the cases sf_prodx_norm acts on
+ * (0 and inf products come only from such x), tested branch-free on exponent bits. */
+static inline int sf_prodx_flag(double mx, double x) {
+    uint64_t bm, bx;
+    memcpy(&bm, &mx, sizeof bm);
+    memcpy(&bx, &x, sizeof bx);
+    const uint64_t em = bm >> 52 & 0x7ff, ex = bx >> 52 & 0x7ff; /* window: [523, 1522] */
+    return (int)(((em - 523 > 999) & (em != 0)) | (ex - 523 > 999));
+}
+
 /* m * 2^e brought back into the window (m: the result of one multiply of two values in
- * it, so within [2^-1000, 2^1000], or any double for an input) */
+ * it, so within [2^-1000, 2^1000], or any double for an input): m to [0.5, 1) as frexp
+ * would, by its exponent bits; 0, inf, NaN take e = 0.  The test is a branch, so that a
+ * chain of multiplies does not wait for it. */
 static inline sf_prodx sf_prodx_norm(double m, int64_t e) {
     sf_prodx r = {m, e};
-    double a = fabs(m);
-    if (!(a >= 0x1p-500 && a <= 0x1p500) && a != 0 && a <= DBL_MAX) {
-        int k;
-        r.m = frexp(m, &k);
-        r.e += k;
+    const double a = fabs(m);
+    if (__builtin_expect(!(a >= 0x1p-500 && a <= 0x1p500), 0)) {
+        if (a == 0 || !(a <= DBL_MAX)) {
+            r.e = 0;
+            return r;
+        }
+        if (a < DBL_MIN) { /* a subnormal input: scaled exactly into the normals */
+            m *= 0x1p54;
+            r.e -= 54;
+        }
+        uint64_t b;
+        memcpy(&b, &m, sizeof b);
+        r.e += (int64_t)((b >> 52) & 0x7ff) - 1022;
+        b = (b & ~(0x7ffull << 52)) | (1022ull << 52);
+        memcpy(&r.m, &b, sizeof b);
     }
     return r;
 }
@@ -100,16 +124,38 @@ static inline sf_prodx sf_prodx_of(double x) { return sf_prodx_norm(x, 0); }
 static inline sf_prodx sf_prodx_mul(sf_prodx a, sf_prodx b) {
     return sf_prodx_norm(a.m * b.m, a.e + b.e);
 }
-/* m * 2^e rounded once to double: one multiply by an exact power of two (which rounds
- * only if the result is subnormal, and overflows to an infinity only if it must) */
-static inline double sf_prodx_value(sf_prodx p) {
-    if (p.e >= -1022 && p.e <= 1023) {
-        uint64_t bits = (uint64_t)(p.e + 1023) << 52;
-        double s;
-        memcpy(&s, &bits, sizeof s);
-        return p.m * s;
+/* ... times an input x of dtype xdt: a float64 one is brought into the window first,
+ * narrower ones always lie in it (|x| within [2^-149, 2^128], or 0, inf, NaN) */
+static inline sf_prodx sf_prodx_times(sf_prodx p, double x, scanfuse_dtype xdt) {
+    return xdt == SCANFUSE_FLOAT64 ? sf_prodx_mul(p, sf_prodx_of(x)) : sf_prodx_norm(p.m * x, p.e);
+}
+
+static inline double sf_pow2(int64_t k) { /* 2^k for k in [-1074, 1023] */
+    const uint64_t b = k >= -1022 ? (uint64_t)(k + 1023) << 52 : (uint64_t)1 << (k + 1074);
+    double s;
+    memcpy(&s, &b, sizeof s);
+    return s;
+}
+/* Powers of two with (m * s1) * s2 = m * 2^e rounded once, for every m of the window
+ * (and m * 1 * 1 = m for 0, inf, NaN, whose e is 0): the first multiply is exact (it
+ * stays among the normals), the second rounds; 0 or inf where the value must be. */
+static inline void sf_prodx_scales(int64_t e, double *s1, double *s2) {
+    if (e >= -1022 && e <= 1023) {
+        *s1 = sf_pow2(e);
+        *s2 = 1.0;
+    } else if (e < 0) { /* m * 2^-522 is normal; below 2^-1596 the value is under 2^-1096 */
+        *s1 = e >= -1596 ? 0x1p-522 : 1.0;
+        *s2 = e >= -1596 ? sf_pow2(e + 522) : 0.0;
+    } else { /* m * 2^523 is finite; above 2^1546 the value is over 2^1046 */
+        *s1 = e <= 1546 ? 0x1p523 : 1.0;
+        *s2 = e <= 1546 ? sf_pow2(e - 523) : INFINITY;
     }
-    return ldexp(p.m, p.e < -4000 ? -4000 : p.e > 4000 ? 4000 : (int)p.e);
+}
+/* m * 2^e rounded once to double */
+static inline double sf_prodx_value(sf_prodx p) {
+    double s1, s2;
+    sf_prodx_scales(p.e, &s1, &s2);
+    return p.m * s1 * s2;
 }
 
 /* float16 / bfloat16 bit conversions (round to nearest even). */

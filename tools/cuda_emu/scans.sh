@@ -91,6 +91,14 @@ for spec in "col pdl=1" "col col_stage=0" "col col_g=2,col_g2=3,col_l=2" "col co
             "colw col_stream=1" "col col_stream=1,col_hold=0,col_ring=3" "colw col_stream=1,col_ring=2,col_hold=0"; do
     emu $spec
 done
+# float products of exact powers of two whose running product leaves double's range and
+# comes back, so any order of the multiplies gives the same bits (sf_px_*: a power of two
+# carried beside the double): rows with look-back, columns of a float32 cast
+printf 'input x: int32[3, 20001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = cumprod(q, dim=1)\nz = cumprod(q, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/prodrow.sf"
+printf 'input x: int32[3000, 33]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = cumprod(cast(q, float32), dim=0, reverse=true)\noutput y\n' > "$D/prodcol.sf"
+for spec in "prodrow pdl=1" "prodrow row_stage=0" "prodcol pdl=1" "prodcol col_stage=0"; do
+    emu $spec
+done
 # raked row tiles (row_rake=1: each thread stores its own outputs, 2: over its inputs in
 # the stage, copied out a warp at a time): forward scans (aligned tiles go through the
 # stage, a row's partial last tile through global memory), a reversed row of whole
