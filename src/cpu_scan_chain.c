@@ -432,33 +432,37 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
         const char *restrict xr = (const char *)c->x + (c->x0 + c->xs * t + j0 * c->xc) * ex;
         const bool id = t < c->lo; /* the identity row: the product stays */
         if (fl) {
-            /* chunks of 64 columns: the multiplies in a vector loop that only flags the
-             * rare columns (sf_prodx_flag), those columns one by one, then the values */
+            /* chunks of 64 columns: the multiplies and the values in one vector loop
+             * that also flags the rare columns (sf_prodx_flag), then those columns again,
+             * one by one, from the products before the step */
             for (int64_t c0 = 0; c0 < w; c0 += 64) {
                 const int64_t n = c0 + 64 < w ? 64 : w - c0;
                 double *restrict m = pf + c0;
-                if (!id) {
-                    double tm[64];
-                    unsigned char fj[64];
-                    int f = 0;
-                    for (int64_t j = 0; j < n; j++) {
-                        const double x = ld_f(xr, (c0 + j) * xc, xdt);
-                        tm[j] = m[j] * x;
-                        fj[j] = (unsigned char)sf_prodx_flag(tm[j], x);
-                        f |= fj[j];
-                    }
-                    if (f)
-                        for (int64_t j = 0; j < n; j++) {
-                            if (!fj[j]) continue;
-                            const double x = ld_f(xr, (c0 + j) * xc, xdt);
-                            const int64_t q = c0 + j;
-                            const sf_prodx p = sf_prodx_times((sf_prodx){m[j], pe[q]}, x, xdt);
-                            tm[j] = p.m;
-                            if (p.e != pe[q]) sf_prodx_scales(pe[q] = p.e, &ps1[q], &ps2[q]);
-                        }
-                    for (int64_t j = 0; j < n; j++) m[j] = tm[j];
+                const double *restrict s1 = ps1 + c0, *restrict s2 = ps2 + c0;
+                if (id) {
+                    for (int64_t j = 0; j < n; j++) st_f(yr, (c0 + j) * yc, ydt, m[j] * s1[j] * s2[j]);
+                    continue;
                 }
-                for (int64_t j = 0; j < n; j++) st_f(yr, (c0 + j) * yc, ydt, m[j] * ps1[c0 + j] * ps2[c0 + j]);
+                double before[64];
+                unsigned char fj[64];
+                int f = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    const double x = ld_f(xr, (c0 + j) * xc, xdt);
+                    before[j] = m[j];
+                    m[j] *= x;
+                    fj[j] = (unsigned char)sf_prodx_flag(m[j], x);
+                    f |= fj[j];
+                    st_f(yr, (c0 + j) * yc, ydt, m[j] * s1[j] * s2[j]);
+                }
+                if (!f) continue;
+                for (int64_t j = 0; j < n; j++) {
+                    if (!fj[j]) continue;
+                    const int64_t q = c0 + j;
+                    const sf_prodx p = sf_prodx_times((sf_prodx){before[j], pe[q]}, ld_f(xr, q * xc, xdt), xdt);
+                    m[j] = p.m;
+                    if (p.e != pe[q]) sf_prodx_scales(pe[q] = p.e, &ps1[q], &ps2[q]);
+                    st_f(yr, q * yc, ydt, m[j] * ps1[q] * ps2[q]);
+                }
             }
         } else {
             if (!id)
@@ -475,10 +479,9 @@ CH_AI void prodc_impl(const sf_cols *c, int64_t j0, int64_t j1, scanfuse_dtype x
         return;                                                                        \
     }
 
-CHAIN_CLONES static void prod_cols(const sf_cols *c, int64_t j0, int64_t j1) {
+CHAIN_CLONES static void prod_cols_tile(const sf_cols *c, int64_t j0, int64_t j1) {
     const scanfuse_dtype xdt = c->xdt, ydt = c->ydt;
     const bool unit = c->xc == 1 && c->yc == 1;
-    SF_ASSERT(sf_scan_prod_ok(xdt, ydt));
     PC_CASE(SCANFUSE_FLOAT32, SCANFUSE_FLOAT32)
     PC_CASE(SCANFUSE_FLOAT64, SCANFUSE_FLOAT64)
     PC_CASE(SCANFUSE_FLOAT16, SCANFUSE_FLOAT16)
@@ -488,5 +491,13 @@ CHAIN_CLONES static void prod_cols(const sf_cols *c, int64_t j0, int64_t j1) {
     prodc_impl(c, j0, j1, xdt, ydt, false);
 }
 #undef PC_CASE
+
+/* Column tiles of at most 512 columns, each walked over every step: a float column keeps
+ * 32 bytes of state (the product, its power of two and two scales), and 512 columns of
+ * it stay in the L1 cache. */
+static void prod_cols(const sf_cols *c, int64_t j0, int64_t j1) {
+    SF_ASSERT(sf_scan_prod_ok(c->xdt, c->ydt));
+    for (int64_t a = j0; a < j1; a += 512) prod_cols_tile(c, a, a + 512 < j1 ? a + 512 : j1);
+}
 
 void sf_scan_prod_cols(const sf_cols *c, int64_t j0, int64_t j1) { prod_cols(c, j0, j1); }

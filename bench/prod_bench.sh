@@ -1,0 +1,46 @@
+#!/bin/bash
+# prod_bench.sh — float cumprod and prod through `scanfuse bench`, each case timed (median
+# of --repeat, every run waited for) against a copy of the same bytes in the same process
+# (column "ratio"), for one or two builds side by side: the products' state is a double
+# and a carried power of two (sf_prodx, 16 bytes on the GPU) since session 34, so this
+# measures what that costs against a build from before it.
+#   bench/prod_bench.sh DEVICE BIN [OLD_BIN]     (DEVICE: cpu or cuda)
+# JSON lines: $OUT/prod_bench.jsonl (the CLI's --json object plus "case" and "build").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DEV=${1:?usage: bench/prod_bench.sh DEVICE BIN [OLD_BIN]}
+NEW=${2:?usage: bench/prod_bench.sh DEVICE BIN [OLD_BIN]}
+OLD=${3:-}
+OUT=${OUT:-$PWD/gpu_out}
+REPEAT=${REPEAT:-20}
+mkdir -p "$OUT"
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+big=67108864; side=4096
+[ "$DEV" = cpu ] && { big=16777216; side=2048; }
+case_() { # label body
+    printf '%b' "$2" > "$D/$1.sf"
+}
+case_ cumprod_1d_f32 "input x: float32[$big]\ny = cumprod(x, dim=0)\noutput y\n"
+case_ cumprod_1d_bf16 "input x: bfloat16[$big]\ny = cumprod(x, dim=0)\noutput y\n"
+case_ cumprod_1d_f64 "input x: float64[$big]\ny = cumprod(x, dim=0)\noutput y\n"
+case_ cumprod_sq_f32_d0 "input x: float32[$side, $side]\ny = cumprod(x, dim=0)\noutput y\n"
+case_ cumprod_sq_f32_d1 "input x: float32[$side, $side]\ny = cumprod(x, dim=1)\noutput y\n"
+case_ cumprod_2048x128_f32_d0 "input x: float32[2048, 128]\ny = cumprod(x, dim=0)\noutput y\n"
+case_ prod_sq_f32_d0 "input x: float32[$side, $side]\ny = prod(x, dim=0)\noutput y\n"
+case_ prod_sq_f32_d1 "input x: float32[$side, $side]\ny = prod(x, dim=1)\noutput y\n"
+printf '%-26s %-5s %12s %8s\n' case build "time (us)" ratio
+for f in "$D"/*.sf; do
+    c=$(basename "$f" .sf)
+    for b in new old; do
+        bin=$NEW; [ $b = old ] && bin=$OLD
+        [ -n "$bin" ] || continue
+        line=$(timeout 120 "$bin" bench "$f" --device "$DEV" --repeat "$REPEAT" --json 2>&1 | tail -1)
+        case "$line" in
+            \{*) echo "{\"case\": \"$c\", \"build\": \"$b\", ${line#\{}" >> "$OUT/prod_bench.jsonl"
+                 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%-26s %-5s %12.1f %8.3f" % (sys.argv[2], sys.argv[3], d["seconds"]*1e6, d["ratio"]))' \
+                     "$line" "$c" "$b" ;;
+            *) echo "$c $b: $line" ;;
+        esac
+    done
+done
