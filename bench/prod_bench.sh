@@ -5,7 +5,8 @@
 # and a carried power of two (sf_prodx, 16 bytes on the GPU) since session 34, so this
 # measures what that costs against a build from before it.
 #   bench/prod_bench.sh DEVICE BIN [OLD_BIN]     (DEVICE: cpu or cuda)
-# JSON lines: $OUT/prod_bench.jsonl (the CLI's --json object plus "case" and "build").
+# SCANFUSE_CUDA_TUNE applies to both builds and is recorded ("tune").
+# JSON lines: $OUT/prod_bench.jsonl (the CLI's --json object plus "case", "build", "tune").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEV=${1:?usage: bench/prod_bench.sh DEVICE BIN [OLD_BIN]}
@@ -27,9 +28,14 @@ case_ cumprod_1d_f64 "input x: float64[$big]\ny = cumprod(x, dim=0)\noutput y\n"
 case_ cumprod_sq_f32_d0 "input x: float32[$side, $side]\ny = cumprod(x, dim=0)\noutput y\n"
 case_ cumprod_sq_f32_d1 "input x: float32[$side, $side]\ny = cumprod(x, dim=1)\noutput y\n"
 case_ cumprod_2048x128_f32_d0 "input x: float32[2048, 128]\ny = cumprod(x, dim=0)\noutput y\n"
+# cummax: another 16-byte state (value and index), whose arithmetic is a compare: what
+# the scan skeletons cost with states of that size
+case_ cummax_1d_f32 "input x: float32[$big]\ny, i = cummax(x, dim=0)\noutput y, i\n"
+case_ cummax_sq_f32_d0 "input x: float32[$side, $side]\ny, i = cummax(x, dim=0)\noutput y, i\n"
 case_ prod_sq_f32_d0 "input x: float32[$side, $side]\ny = prod(x, dim=0)\noutput y\n"
 case_ prod_sq_f32_d1 "input x: float32[$side, $side]\ny = prod(x, dim=1)\noutput y\n"
-printf '%-26s %-5s %12s %8s\n' case build "time (us)" ratio
+TUNE=${SCANFUSE_CUDA_TUNE:-}
+printf '%-26s %-5s %-22s %12s %8s\n' case build tune "time (us)" ratio
 for f in "$D"/*.sf; do
     c=$(basename "$f" .sf)
     for b in new old; do
@@ -37,9 +43,9 @@ for f in "$D"/*.sf; do
         [ -n "$bin" ] || continue
         line=$(timeout 120 "$bin" bench "$f" --device "$DEV" --repeat "$REPEAT" --json 2>&1 | tail -1)
         case "$line" in
-            \{*) echo "{\"case\": \"$c\", \"build\": \"$b\", ${line#\{}" >> "$OUT/prod_bench.jsonl"
-                 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%-26s %-5s %12.1f %8.3f" % (sys.argv[2], sys.argv[3], d["seconds"]*1e6, d["ratio"]))' \
-                     "$line" "$c" "$b" ;;
+            \{*) echo "{\"case\": \"$c\", \"build\": \"$b\", \"tune\": \"$TUNE\", ${line#\{}" >> "$OUT/prod_bench.jsonl"
+                 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%-26s %-5s %-22s %12.1f %8.3f" % (sys.argv[2], sys.argv[3], sys.argv[4], d["seconds"]*1e6, d["ratio"]))' \
+                     "$line" "$c" "$b" "$TUNE" ;;
             *) echo "$c $b: $line" ;;
         esac
     done
