@@ -405,6 +405,7 @@ const char *const sf_cuda_prelude[] = {
     "// rounded once to double: (v * s1) * s2, the first multiply exact (sf_prodx_scales)",
     "__device__ __forceinline__ double sf_px_val(const sf_vd& p) {",
     "    const i64 e = p.i;",
+    "    if (e == 0) return p.v;",
     "    double s1, s2;",
     "    if (e >= -1022 && e <= 1023) {",
     "        s1 = sf_pow2(e);",

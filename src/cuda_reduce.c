@@ -154,7 +154,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         op = fl ? "OpProdD" : "OpProdI";
         if (fl) { /* the product and its power of two (sf_prodx, sf.h) */
             tsize = 16;
-            elem = "sf_px_make(x)";
+            elem = cdt == SCANFUSE_FLOAT64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)"; /* (sf_prodx_times) */
             sf_buf_puts(&val, "sf_px_val(s)");
         }
         break;

@@ -153,7 +153,8 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
         snprintf(sk->op, sizeof sk->op, fl ? "OpProdD" : "OpProdI");
         if (fl) { /* the product and its power of two (sf_prodx, sf.h) */
             sk->tsize = 16;
-            sk->elem = "sf_px_make(x)";
+            /* float64 inputs brought into the window; narrower ones lie in it */
+            sk->elem = dt == SCANFUSE_FLOAT64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)";
             sk->val = "sf_px_val(s)";
         }
         break;

@@ -98,27 +98,31 @@ static inline int sf_prodx_flag(double mx, double x) {
 
 /* m * 2^e brought back into the window (m: the result of one multiply of two values in
  * it, so within [2^-1000, 2^1000], or any double for an input): m to [0.5, 1) as frexp
- * would, by its exponent bits; 0, inf, NaN take e = 0.  The test is a branch, so that a
- * chain of multiplies does not wait for it. */
-static inline sf_prodx sf_prodx_norm(double m, int64_t e) {
+ * would, by its exponent bits; 0, inf, NaN take e = 0.  Out of line and cold, so that
+ * the test in sf_prodx_norm stays a branch and a chain of multiplies does not wait for
+ * it (inlined, the compiler turned it into selects on the chain). */
+static __attribute__((noinline, cold, unused)) sf_prodx sf_prodx_renorm(double m, int64_t e) {
     sf_prodx r = {m, e};
     const double a = fabs(m);
-    if (__builtin_expect(!(a >= 0x1p-500 && a <= 0x1p500), 0)) {
-        if (a == 0 || !(a <= DBL_MAX)) {
-            r.e = 0;
-            return r;
-        }
-        if (a < DBL_MIN) { /* a subnormal input: scaled exactly into the normals */
-            m *= 0x1p54;
-            r.e -= 54;
-        }
-        uint64_t b;
-        memcpy(&b, &m, sizeof b);
-        r.e += (int64_t)((b >> 52) & 0x7ff) - 1022;
-        b = (b & ~(0x7ffull << 52)) | (1022ull << 52);
-        memcpy(&r.m, &b, sizeof b);
+    if (a == 0 || !(a <= DBL_MAX)) {
+        r.e = 0;
+        return r;
     }
+    if (a < DBL_MIN) { /* a subnormal input: scaled exactly into the normals */
+        m *= 0x1p54;
+        r.e -= 54;
+    }
+    uint64_t b;
+    memcpy(&b, &m, sizeof b);
+    r.e += (int64_t)((b >> 52) & 0x7ff) - 1022;
+    b = (b & ~(0x7ffull << 52)) | (1022ull << 52);
+    memcpy(&r.m, &b, sizeof b);
     return r;
+}
+static inline sf_prodx sf_prodx_norm(double m, int64_t e) {
+    const double a = fabs(m);
+    if (__builtin_expect(!(a >= 0x1p-500 && a <= 0x1p500), 0)) return sf_prodx_renorm(m, e);
+    return (sf_prodx){m, e};
 }
 static inline sf_prodx sf_prodx_of(double x) { return sf_prodx_norm(x, 0); }
 static inline sf_prodx sf_prodx_mul(sf_prodx a, sf_prodx b) {
