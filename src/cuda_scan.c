@@ -984,10 +984,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int v16 = 16 / widest(g->f, k);
         int items = sf_cg_tune("row_items", 0);
         if (items <= 0) {
-            /* 16-byte states (cummax/cummin, float cumprod): 16 steps a thread (H200,
-             * NOTES session 34 run 4, against 8: cumprod float32 1-D 0.23 -> 0.29 of copy,
-             * rows of 4096 0.29 -> 0.49, bfloat16 1-D 0.15 -> 0.19; cummax 1-D 0.32 both) */
-            items = sk.tsize > 8 ? 16 : len > 256 * 16 ? 8 * v16 : 16;
+            items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 8 * v16 : 16;
             if (items > 64) items = 64;
         }
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
@@ -1248,17 +1245,13 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         bool stage = sf_cg_tune("col_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0;
         int l = sf_cg_tune("col_l", 0);
         if (l <= 0) {
-            /* 16 steps a thread (16-byte states too: H200, NOTES session 34 run 4, against
-             * 8: [4096, 4096] float32 cummax 0.55 -> 0.80 of copy, cumprod 0.39 -> 0.50);
-             * 8 where 16 leaves fewer than two
+            /* 16 steps a thread (8 for 16-byte states); 8 where 16 leaves fewer than two
              * tiles an SM (fewer than 8 measured slower: [2048, 128] 22.7 us at 2 steps,
              * 16.9 us at 8); staged, 32 where that still leaves 8 tiles an SM ([8192,
              * 256], 4 tiles an SM at 16 steps: 0.68 at 16, 0.64 at 32) */
-            l = 16;
+            l = sk.tsize > 8 ? 8 : 16;
             if (l > 8 && sf_cg_ceil_div(len, (int64_t)rg * l) * sf_cg_ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
-            if (stage && l == 16 && sk.tsize <= 8 &&
-                sf_cg_ceil_div(len, (int64_t)rg * 32) * sf_cg_ceil_div(ncols, w) >= 8 * (int64_t)sms)
-                l = 32;
+            if (stage && l == 16 && sf_cg_ceil_div(len, (int64_t)rg * 32) * sf_cg_ceil_div(ncols, w) >= 8 * (int64_t)sms) l = 32;
         }
         if (l > (stage ? 64 : 32)) l = stage ? 64 : 32; /* col_l=64: staged only (an experiment) */
         while (stage && (int64_t)rg * l * w * inb > 40960) {
