@@ -5,7 +5,8 @@
 # and a carried power of two (sf_prodx, 16 bytes on the GPU) since session 34, so this
 # measures what that costs against a build from before it.
 #   bench/prod_bench.sh DEVICE BIN [OLD_BIN]     (DEVICE: cpu or cuda)
-# SCANFUSE_CUDA_TUNE applies to both builds and is recorded ("tune").
+# SCANFUSE_CUDA_TUNE applies to both builds and is recorded ("tune"); CASES=REGEX runs
+# only the cases it matches.
 # JSON lines: $OUT/prod_bench.jsonl (the CLI's --json object plus "case", "build", "tune").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,7 @@ TUNE=${SCANFUSE_CUDA_TUNE:-}
 printf '%-26s %-5s %-22s %12s %8s\n' case build tune "time (us)" ratio
 for f in "$D"/*.sf; do
     c=$(basename "$f" .sf)
+    [[ "$c" =~ ${CASES:-.} ]] || continue
     for b in new old; do
         bin=$NEW; [ $b = old ] && bin=$OLD
         [ -n "$bin" ] || continue
