@@ -29,10 +29,15 @@ case_ cumprod_1d_f64 "input x: float64[$big]\ny = cumprod(x, dim=0)\noutput y\n"
 case_ cumprod_sq_f32_d0 "input x: float32[$side, $side]\ny = cumprod(x, dim=0)\noutput y\n"
 case_ cumprod_sq_f32_d1 "input x: float32[$side, $side]\ny = cumprod(x, dim=1)\noutput y\n"
 case_ cumprod_2048x128_f32_d0 "input x: float32[2048, 128]\ny = cumprod(x, dim=0)\noutput y\n"
-# cummax: another 16-byte state (value and index), whose arithmetic is a compare: what
-# the scan skeletons cost with states of that size
+# cummax: a value and an index, whose arithmetic is a compare: float64 keeps a 16-byte
+# state (what the scan skeletons cost with states of that size), float32 and int32 an
+# 8-byte one since session 35
 case_ cummax_1d_f32 "input x: float32[$big]\ny, i = cummax(x, dim=0)\noutput y, i\n"
+case_ cummax_1d_f64 "input x: float64[$big]\ny, i = cummax(x, dim=0)\noutput y, i\n"
+case_ cummin_1d_i32 "input x: int32[$big]\ny, i = cummin(x, dim=0)\noutput y, i\n"
 case_ cummax_sq_f32_d0 "input x: float32[$side, $side]\ny, i = cummax(x, dim=0)\noutput y, i\n"
+case_ cummax_sq_f32_d1 "input x: float32[$side, $side]\ny, i = cummax(x, dim=1)\noutput y, i\n"
+case_ cummax_sq_f64_d0 "input x: float64[$side, $side]\ny, i = cummax(x, dim=0)\noutput y, i\n"
 case_ prod_sq_f32_d0 "input x: float32[$side, $side]\ny = prod(x, dim=0)\noutput y\n"
 case_ prod_sq_f32_d1 "input x: float32[$side, $side]\ny = prod(x, dim=1)\noutput y\n"
 TUNE=${SCANFUSE_CUDA_TUNE:-}

@@ -121,7 +121,7 @@ typedef struct scan_kind {
     bool comm;        /* the prelude's sf_comm<op> holds (sums, products, logcumsumexp) */
 } scan_kind;
 
-static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
+static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, int64_t len, scan_kind *sk) {
     bool fl = sf_dtype_is_float(dt);
     memset(sk, 0, sizeof *sk);
     sk->tsize = 8;
@@ -161,20 +161,26 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, scan_kind *sk) {
     case SF_OP_logcumsumexp: snprintf(sk->op, sizeof sk->op, "OpLse"); break;
     default: { /* cummax, cummin */
         bool mx = n->op == SF_OP_cummax;
+        /* Values of at most 4 bytes in rows of fewer than 2^31 steps: a value and a step
+         * index of 4 bytes each, so the 8-byte state takes the kernels of sums (the
+         * 16-byte states' kernels ran cummax at 0.32-0.55 of copy, NOTES session 35).
+         * float16/bfloat16/float32 values compare in float exactly as in double. */
+        bool narrow = scanfuse_dtype_size(dt) <= 4 && len <= INT32_MAX;
         if (fl) {
-            snprintf(sk->op, sizeof sk->op, mx ? "OpCumMaxD" : "OpCumMinD");
-            sk->elem = "sf_vd_make(x, p)";
+            snprintf(sk->op, sizeof sk->op, "%s%s", mx ? "OpCumMax" : "OpCumMin", narrow ? "F" : "D");
+            sk->elem = narrow ? "sf_vf_make((float)x, (int)p)" : "sf_vd_make(x, p)";
         } else {
             int64_t id = mx ? sf_int_min(dt) : sf_int_max(dt);
+            const char *name = narrow ? (mx ? "OpCumMaxJ" : "OpCumMinJ") : (mx ? "OpCumMaxI" : "OpCumMinI");
             if (id == INT64_MIN)
-                snprintf(sk->op, sizeof sk->op, "%s<(-9223372036854775807ll - 1)>",
-                         mx ? "OpCumMaxI" : "OpCumMinI");
+                snprintf(sk->op, sizeof sk->op, "%s<(-9223372036854775807ll - 1)>", name);
+            else if (id == INT32_MIN)
+                snprintf(sk->op, sizeof sk->op, "%s<(-2147483647 - 1)>", name);
             else
-                snprintf(sk->op, sizeof sk->op, "%s<(%lldll)>", mx ? "OpCumMaxI" : "OpCumMinI",
-                         (long long)id);
-            sk->elem = "sf_vi_make(x, p)";
+                snprintf(sk->op, sizeof sk->op, "%s<(%lld%s)>", name, (long long)id, narrow ? "" : "ll");
+            sk->elem = narrow ? "sf_vj_make((int)x, (int)p)" : "sf_vi_make(x, p)";
         }
-        sk->tsize = 16;
+        sk->tsize = narrow ? 8 : 16;
         sk->val = "s.v";
         sk->index = true;
         break;
@@ -941,7 +947,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     for (int d = dim + 1; d < x->ndim; d++) inner *= x->shape[d];
     int64_t rows = numel / len;
     scan_kind sk;
-    scan_kind_for(n, y->dtype, &sk);
+    scan_kind_for(n, y->dtype, len, &sk);
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SCAN_WARP, anchor);
     int ki = (int)(k - g->pl->k);
     k->ndim = x->ndim;
@@ -984,7 +990,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int v16 = 16 / widest(g->f, k);
         int items = sf_cg_tune("row_items", 0);
         if (items <= 0) {
-            items = sk.tsize > 8 ? 8 : len > 256 * 16 ? 8 * v16 : 16;
+            /* 16-byte states (cummax/cummin, float cumprod): 16 steps a thread (H200,
+             * NOTES session 34 run 4, against 8: cumprod float32 1-D 0.23 -> 0.29 of copy,
+             * rows of 4096 0.29 -> 0.49, bfloat16 1-D 0.15 -> 0.19; cummax 1-D 0.32 both) */
+            items = sk.tsize > 8 ? 16 : len > 256 * 16 ? 8 * v16 : 16;
             if (items > 64) items = 64;
         }
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
@@ -1245,13 +1254,17 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         bool stage = sf_cg_tune("col_stage", 1) == 1 && g->pl->arch >= 80 && inb > 0;
         int l = sf_cg_tune("col_l", 0);
         if (l <= 0) {
-            /* 16 steps a thread (8 for 16-byte states); 8 where 16 leaves fewer than two
+            /* 16 steps a thread (16-byte states too: H200, NOTES session 34 run 4, against
+             * 8: [4096, 4096] float32 cummax 0.55 -> 0.80 of copy, cumprod 0.39 -> 0.50);
+             * 8 where 16 leaves fewer than two
              * tiles an SM (fewer than 8 measured slower: [2048, 128] 22.7 us at 2 steps,
              * 16.9 us at 8); staged, 32 where that still leaves 8 tiles an SM ([8192,
              * 256], 4 tiles an SM at 16 steps: 0.68 at 16, 0.64 at 32) */
-            l = sk.tsize > 8 ? 8 : 16;
+            l = 16;
             if (l > 8 && sf_cg_ceil_div(len, (int64_t)rg * l) * sf_cg_ceil_div(ncols, w) < 2 * (int64_t)sms) l = 8;
-            if (stage && l == 16 && sf_cg_ceil_div(len, (int64_t)rg * 32) * sf_cg_ceil_div(ncols, w) >= 8 * (int64_t)sms) l = 32;
+            if (stage && l == 16 && sk.tsize <= 8 &&
+                sf_cg_ceil_div(len, (int64_t)rg * 32) * sf_cg_ceil_div(ncols, w) >= 8 * (int64_t)sms)
+                l = 32;
         }
         if (l > (stage ? 64 : 32)) l = stage ? 64 : 32; /* col_l=64: staged only (an experiment) */
         while (stage && (int64_t)rg * l * w * inb > 40960) {

@@ -99,6 +99,24 @@ printf 'input x: int32[3000, 33]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = 
 for spec in "prodrow pdl=1" "prodrow row_stage=0" "prodcol pdl=1" "prodcol col_stage=0"; do
     emu $spec
 done
+# cummax/cummin of values of at most 4 bytes: 8-byte states (a float or an int32 and an
+# int32 index, session 35): look-back rows of int32 with many ties (irange 3), 1-byte
+# columns and bool rows, float16 columns with dense special values (ties 1), the stream
+# column kernel; float64 rows keep the 16-byte state
+printf 'input x: int32[3, 20001]\ny, i = cummin(x, dim=1, exclusive=true)\nz, j = cummax(x, dim=1, reverse=true)\noutput y, i, z, j\n' > "$D/cmi32.sf"
+printf 'input x: uint8[700, 64]\ny, i = cummax(x, dim=0, reverse=true)\noutput y, i\n' > "$D/cmu8.sf"
+printf 'input x: bool[2, 30001]\ny, i = cummin(x, dim=1)\noutput y, i\n' > "$D/cmb.sf"
+printf 'input x: float16[1500, 96]\ny, i = cummin(x, dim=0, exclusive=true)\noutput y, i\n' > "$D/cmf16.sf"
+printf 'input x: float64[3, 20001]\ny, i = cummax(x, dim=1)\noutput y, i\n' > "$D/cmf64.sf"
+emu cmi32 pdl=1 3 0 41
+EMU_NTH=2 emu cmi32 row_stage=0 3 0 42
+emu cmu8 pdl=1 0 0 43
+emu cmu8 col_stream=1 0 0 44
+emu cmb pdl=1 2 0 45
+emu cmf16 pdl=1 0 1 46
+emu cmf16 col_stream=1 0 1 47
+emu cmf64 pdl=1 0 1 48
+emu col3b col_stream=1
 # raked row tiles (row_rake=1: each thread stores its own outputs, 2: over its inputs in
 # the stage, copied out a warp at a time): forward scans (aligned tiles go through the
 # stage, a row's partial last tile through global memory), a reversed row of whole
