@@ -988,12 +988,22 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * keeps a state across the look-back).  Single-tile rows keep 256 x 16, which
          * fills the block for rows of 4096. */
         int v16 = 16 / widest(g->f, k);
+        const int rkt = sf_cg_tune("row_rake", -1);
+        /* Look-back rows of a 16-byte state whose operator may fold in any order (float
+         * cumprod; sf_comm), outputs over the staged inputs: raked (row_rake=2, 32 steps a
+         * thread).  Their strip scans cost 4 shuffles a step of each warp scan, their
+         * strip states spill at 5 blocks an SM (48 registers, 120 bytes of stack for
+         * float64).  H200, NOTES session 35 run 1, against the strips in the same run:
+         * 1-D 2^26 float32 0.30 -> 0.40 of copy, float64 0.32 -> 0.50.  Not cummax of
+         * float64 (0.43 -> 0.20 raked) nor rows of one tile (not staged). */
+        const bool rake16 = rkt < 0 && sk.tsize > 8 && sk.comm && oip && nbc == 0;
         int items = sf_cg_tune("row_items", 0);
         if (items <= 0) {
-            /* 16-byte states (cummax/cummin, float cumprod): 16 steps a thread (H200,
-             * NOTES session 34 run 4, against 8: cumprod float32 1-D 0.23 -> 0.29 of copy,
-             * rows of 4096 0.29 -> 0.49, bfloat16 1-D 0.15 -> 0.19; cummax 1-D 0.32 both) */
-            items = sk.tsize > 8 ? 16 : len > 256 * 16 ? 8 * v16 : 16;
+            /* 16-byte states (float cumprod; float64/int64 cummax/cummin): 16 steps a
+             * thread (H200, NOTES session 34 run 4, against 8: cumprod float32 1-D 0.23 ->
+             * 0.29 of copy, rows of 4096 0.29 -> 0.49, bfloat16 1-D 0.15 -> 0.19); 32 on
+             * the raked look-back rows of rake16 below (staged tiles of up to 40 KB) */
+            items = sk.tsize > 8 ? (rake16 && len > 256 * 32 ? 32 : 16) : len > 256 * 16 ? 8 * v16 : 16;
             if (items > 64) items = 64;
         }
         /* two-level look-back groups (tile aggregates, group aggregates): a tile fetches at
@@ -1027,7 +1037,6 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* Raked tiles by default (row_rake unset; below): where every output fits over the
          * staged inputs and no input is read again by every row; one-tile rows are then
          * staged too */
-        const int rkt = sf_cg_tune("row_rake", -1);
         const bool rake_auto = rkt < 0 && oip && nbc == 0 && sk.tsize <= 8;
         int st1 = sf_cg_tune("row_stage1", 2);
         if (!stage && (st1 == 1 || (st1 == 2 && (nbc > 0 || rake_auto))) && g->pl->arch >= 80 && inb > 0 &&
@@ -1080,6 +1089,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
         if (rake_auto && stage && threads == 256 && len % tile == 0 && tpr <= 128) rake = 2;
+        if (rake16 && lb && stage && threads == 256) rake = 2;
         k->block = threads;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
         if (lb) {
@@ -1134,7 +1144,12 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * 2^28 float32 +1 %, +2 %, +2 % (0.82 -> 0.84 of copy), 2^26 -2 %, +1 %, +0.3 %. */
         bool e45 = lb && stage && !rake && vec == 4 && sk.comm;
         bool lb5 = lb && stage && ((rake && inb == 4) || (!rake && inb == 8 && widest(g->f, k) == 8) || e45);
-        int minb = sf_cg_tune("row_minb", (stage && !lb && nbc > 0) || lb5 ? 5 : stage || lean ? 6 : 4);
+        /* Unraked look-back tiles of 16-byte states: 4 blocks an SM (64 registers; at 5,
+         * 48 registers and 112 bytes of stack for float64 cummax).  H200, NOTES session 35
+         * run 1, 1-D 2^26 float64 against 5 in the same run: cummax 0.43 -> 0.57 of copy,
+         * cumprod unraked 0.32 -> 0.35. */
+        const bool lb16 = lb && sk.tsize > 8 && !rake;
+        int minb = sf_cg_tune("row_minb", lb16 ? 4 : (stage && !lb && nbc > 0) || lb5 ? 5 : stage || lean ? 6 : 4);
         if (minb < 1) minb = 1;
         if (minb > 8) minb = 8;
         /* row_pipe=1 (an experiment, bench/NOTES.md): two tiles in flight a block of a
