@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""torch_prod_ref.py: PyTorch's side of bench/prod_bench.sh on a CUDA GPU.
+
+Times torch.cumprod, torch.cummax, torch.cummin and torch.prod (eager, CUDA events,
+median of --repeat calls after 3 warm-up calls) on prod_bench.sh's cuda cases, each
+beside a device-to-device copy of the same bytes (inputs read plus outputs written,
+as `scanfuse bench` counts them) timed in the same process, and prints a table and one
+JSON line per case (--json appends them to a file).  Needs PyTorch with CUDA.
+    python3 bench/torch_prod_ref.py [--repeat N] [--json FILE]
+"""
+import argparse
+import json
+import sys
+
+import torch
+
+BIG, SIDE = 1 << 26, 4096
+# (label, op, dtype, shape, dim): the labels of prod_bench.sh
+CASES = [
+    ("cumprod_1d_f32", "cumprod", torch.float32, (BIG,), 0),
+    ("cumprod_1d_bf16", "cumprod", torch.bfloat16, (BIG,), 0),
+    ("cumprod_1d_f64", "cumprod", torch.float64, (BIG,), 0),
+    ("cumprod_sq_f32_d0", "cumprod", torch.float32, (SIDE, SIDE), 0),
+    ("cumprod_sq_f32_d1", "cumprod", torch.float32, (SIDE, SIDE), 1),
+    ("cumprod_2048x128_f32_d0", "cumprod", torch.float32, (2048, 128), 0),
+    ("cummax_1d_f32", "cummax", torch.float32, (BIG,), 0),
+    ("cummax_1d_f64", "cummax", torch.float64, (BIG,), 0),
+    ("cummin_1d_i32", "cummin", torch.int32, (BIG,), 0),
+    ("cummax_sq_f32_d0", "cummax", torch.float32, (SIDE, SIDE), 0),
+    ("cummax_sq_f32_d1", "cummax", torch.float32, (SIDE, SIDE), 1),
+    ("cummax_sq_f64_d0", "cummax", torch.float64, (SIDE, SIDE), 0),
+    ("prod_sq_f32_d0", "prod", torch.float32, (SIDE, SIDE), 0),
+    ("prod_sq_f32_d1", "prod", torch.float32, (SIDE, SIDE), 1),
+]
+
+
+def median_seconds(fn, repeat):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeat):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def make_input(dtype, shape, gen):
+    if dtype.is_floating_point:  # near 1, so products stay finite for a while
+        return (1.0 + 0.001 * torch.randn(shape, generator=gen, device="cuda")).to(dtype)
+    return torch.randint(-1000, 1000, shape, generator=gen, device="cuda", dtype=dtype)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_prod_ref: no CUDA device", file=sys.stderr)
+        return 1
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(35)
+    rows = []
+    print("%-26s %12s %12s %8s" % ("case", "torch (us)", "copy (us)", "ratio"))
+    for label, op, dtype, shape, dim in CASES:
+        x = make_input(dtype, shape, gen)
+        if op == "cumprod":
+            fn = lambda: torch.cumprod(x, dim)
+            out_bytes = x.numel() * x.element_size()
+        elif op == "prod":
+            fn = lambda: torch.prod(x, dim)
+            out_bytes = x.numel() // shape[dim] * x.element_size()
+        else:  # values and int64 indices
+            f = torch.cummax if op == "cummax" else torch.cummin
+            fn = lambda: f(x, dim)
+            out_bytes = x.numel() * (x.element_size() + 8)
+        moved = x.numel() * x.element_size() + out_bytes
+        t = median_seconds(fn, args.repeat)
+        src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        tc = median_seconds(lambda: dst.copy_(src), args.repeat)
+        rec = {"case": label, "impl": "torch_eager", "torch": torch.__version__, "seconds": t,
+               "copy_seconds": tc, "moved_bytes": moved, "ratio": tc / t,
+               "device": torch.cuda.get_device_name()}
+        rows.append(rec)
+        print("%-26s %12.1f %12.1f %8.3f" % (label, t * 1e6, tc * 1e6, tc / t))
+        del x, src, dst
+    if args.json:
+        with open(args.json, "a") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
