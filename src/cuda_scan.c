@@ -994,8 +994,10 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * thread).  Their strip scans cost 4 shuffles a step of each warp scan, their
          * strip states spill at 5 blocks an SM (48 registers, 120 bytes of stack for
          * float64).  H200, NOTES session 35 run 1, against the strips in the same run:
-         * 1-D 2^26 float32 0.30 -> 0.40 of copy, float64 0.32 -> 0.50.  Not cummax of
-         * float64 (0.43 -> 0.20 raked) nor rows of one tile (not staged). */
+         * 1-D 2^26 float32 0.30 -> 0.40 of copy, float64 0.32 -> 0.50; 6 blocks an SM
+         * (40 registers, float32 0.40 -> 0.44 against 5, run 3).  Rows of one whole tile
+         * staged and raked too (run 3: [4096, 4096] dim 1 float32 0.49 -> 0.69).  Not
+         * cummax of float64 (0.43 -> 0.20 raked). */
         const bool rake16 = rkt < 0 && sk.tsize > 8 && sk.comm && oip && nbc == 0;
         int items = sf_cg_tune("row_items", 0);
         if (items <= 0) {
@@ -1039,7 +1041,9 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * staged too */
         const bool rake_auto = rkt < 0 && oip && nbc == 0 && sk.tsize <= 8;
         int st1 = sf_cg_tune("row_stage1", 2);
-        if (!stage && (st1 == 1 || (st1 == 2 && (nbc > 0 || rake_auto))) && g->pl->arch >= 80 && inb > 0 &&
+        /* (and rows of one whole tile of rake16's 16-byte states, raked below) */
+        const bool rake16_one = rake16 && len == 256 * (int64_t)items;
+        if (!stage && (st1 == 1 || (st1 == 2 && (nbc > 0 || rake_auto || rake16_one))) && g->pl->arch >= 80 && inb > 0 &&
             len <= 256 * (int64_t)items && 256 * (int64_t)items * inb <= 40960)
             stage = true;
         if (stage) { /* wide inputs: shorter tiles */
@@ -1089,7 +1093,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int64_t ntiles = rows * tpr;
         bool lb = tpr > 1;
         if (rake_auto && stage && threads == 256 && len % tile == 0 && tpr <= 128) rake = 2;
-        if (rake16 && lb && stage && threads == 256) rake = 2;
+        if (rake16 && (lb || rake16_one) && stage && threads == 256) rake = 2;
         k->block = threads;
         k->grid = sf_cg_grid(lb ? ntiles : rows);
         if (lb) {
@@ -1143,7 +1147,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
          * and 6 and session 25 run 2, against 6 blocks without it in the same runs:
          * 2^28 float32 +1 %, +2 %, +2 % (0.82 -> 0.84 of copy), 2^26 -2 %, +1 %, +0.3 %. */
         bool e45 = lb && stage && !rake && vec == 4 && sk.comm;
-        bool lb5 = lb && stage && ((rake && inb == 4) || (!rake && inb == 8 && widest(g->f, k) == 8) || e45);
+        bool lb5 = lb && stage && ((rake && inb == 4 && sk.tsize <= 8) || (!rake && inb == 8 && widest(g->f, k) == 8) || e45);
         /* Unraked look-back tiles of 16-byte states: 4 blocks an SM (64 registers; at 5,
          * 48 registers and 112 bytes of stack for float64 cummax).  H200, NOTES session 35
          * run 1, 1-D 2^26 float64 against 5 in the same run: cummax 0.43 -> 0.57 of copy,

@@ -96,12 +96,14 @@ done
 # carried beside the double): rows with look-back, columns of a float32 cast
 printf 'input x: int32[3, 20001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = cumprod(q, dim=1)\nz = cumprod(q, dim=1, exclusive=true, reverse=true)\noutput y, z\n' > "$D/prodrow.sf"
 printf 'input x: int32[3000, 33]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = cumprod(cast(q, float32), dim=0, reverse=true)\noutput y\n' > "$D/prodcol.sf"
-# (float32 and bfloat16 rows: raked look-back tiles of 32 and 16 steps a thread by default
-# since session 35; row_rake=0 their strips)
+# (float32 and bfloat16 rows: raked look-back tiles of 32 steps a thread by default since
+# session 35, and raked rows of one whole tile; row_rake=0 their strips)
 printf 'input x: int32[3, 40001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = cumprod(cast(q, float32), dim=1, reverse=true)\noutput y\n' > "$D/prodr32.sf"
 printf 'input x: int32[3, 40001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\nz = cumprod(cast(q, bfloat16), dim=1, exclusive=true)\noutput z\n' > "$D/prodrb16.sf"
+printf 'input x: int32[5, 4096]\nq = pow(2.0, mul(cast(x, float64), 3.0))\nz = cumprod(cast(q, float32), dim=1, exclusive=true, reverse=true)\noutput z\n' > "$D/prodr4k.sf"
 for spec in "prodrow pdl=1" "prodrow row_stage=0" "prodcol pdl=1" "prodcol col_stage=0" "prodr32 pdl=1" \
-            "prodr32 row_rake=0" "prodr32 row_g=2,row_g2=3" "prodrb16 pdl=1" "prodrb16 row_rake=0"; do
+            "prodr32 row_rake=0" "prodr32 row_g=2,row_g2=3" "prodrb16 pdl=1" "prodrb16 row_rake=0" \
+            "prodr4k pdl=1" "prodr4k row_rake=0"; do
     emu $spec
 done
 # cummax/cummin of values of at most 4 bytes: 8-byte states (a float or an int32 and an
