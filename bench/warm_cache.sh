@@ -1,6 +1,6 @@
 #!/bin/bash
 # warm_cache.sh — fills the kernel cache for a device call on a machine without a GPU:
-# every CUDA kernel of the examples, of gpu_probe_rows.py and of gpu_cli_bench.sh's cases (with each tuning
+# every CUDA kernel of the examples, of gpu_probe_rows.py, of prod_bench.sh and of gpu_cli_bench.sh's cases (with each tuning
 # variant named in TUNES / COLTUNES, as that script would run them), compiled offline by
 # NVRTC for sm_90 (tools/cuda_warm.c), then packed as build-cudacache.tar.xz, which
 # bench/gpu_call.sh unpacks on the GPU machine (carry it: it is small, the images
@@ -15,7 +15,8 @@ W=$(mktemp -d)
 gcc -std=c11 -O1 -Isrc -Iinclude tools/cuda_warm.c build/libscanfuse.a -lm -ldl -lpthread -o "$W/warm" || exit 1
 OUT="$W/out" WRITE_CASES="$W/cases" bash bench/gpu_cli_bench.sh
 python3 bench/gpu_probe_rows.py --write "$W/probe"
-"$W/warm" examples/*.sf "$W"/cases/*.sf "$W"/probe/*.sf
+WRITE_CASES="$W/prod" bash bench/prod_bench.sh cuda none
+"$W/warm" examples/*.sf "$W"/cases/*.sf "$W"/probe/*.sf "$W"/prod/*.sf
 for tv in ${TUNES:-}; do
     case "$tv" in
         *@*) cs=${tv#*@}; SCANFUSE_CUDA_TUNE=${tv%%@*} "$W/warm" $(for c in ${cs//+/ }; do echo "$W/cases/$c.sf"; done) ;;

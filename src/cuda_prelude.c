@@ -700,3 +700,35 @@ const char *const sf_cuda_prelude[] = {
     "}",
     "",
     NULL};
+
+/* Float products of inputs of at most 4 bytes (cumprod of float16, bfloat16, float32):
+ * emitted before the Io of such a scan only (cuda_scan.c), so that no other kernel's
+ * text, or cache key, changes. */
+const char *const sf_cuda_prod_narrow[] = {
+    "#ifndef SF_PROD_NARROW",
+    "#define SF_PROD_NARROW",
+    "// OpProdD for factors of at most 4 bytes: each lies within [2^-149, 2^128) (or is 0, an",
+    "// infinity, NaN) with i = 0, so from a state within sf_px_norm's window [2^-500, 2^500]",
+    "// two more factors taken by step (no normalisation) and a third by op stay within",
+    "// [2^-947, 2^884]: every product a normal double, so each rounds as the normalised",
+    "// product would (a power of two apart), and the values, hence the bits, are op's.",
+    "// Sequential walks (cuda_rake.c's sf_seq) take LAZY - 1 of every LAZY steps by step.",
+    "struct OpProdF : OpProdD {",
+    "    static constexpr int LAZY = 3;",
+    "    static __device__ __forceinline__ T step(const T& a, const T& b) { return sf_vd_make(a.v * b.v, a.i); }",
+    "};",
+    "// sf_px_val of a state that step may have left unnormalised: v within [2^-947, 2^884],",
+    "// or 0, an infinity, NaN with a stale i (sf_px_norm would set it to 0).  The exact value",
+    "// v * 2^i rounded once to double, as sf_px_val of the normalised state: a product of",
+    "// magnitude under 2^-1075 or from 2^1024 up is a signed 0 or infinity straight away",
+    "// (long products of factors under 1 are 0 in the output after a few hundred steps).",
+    "__device__ __forceinline__ double sf_pxf_val(const sf_vd& p) {",
+    "    if (p.i == 0) return p.v;",
+    "    const double a = fabs(p.v);",
+    "    if (!(a > 0.0 && a <= 0x1.fffffffffffffp1023)) return p.v;",
+    "    if (p.i <= -1961) return copysign(0.0, p.v);",
+    "    if (p.i >= 1972) return copysign(SF_INF, p.v);",
+    "    return sf_px_val(sf_px_norm(p.v, p.i));",
+    "}",
+    "#endif",
+    NULL};

@@ -153,9 +153,13 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, int64_t len, scan
         snprintf(sk->op, sizeof sk->op, fl ? "OpProdD" : "OpProdI");
         if (fl) { /* the product and its power of two (sf_prodx, sf.h) */
             sk->tsize = 16;
-            /* float64 inputs brought into the window; narrower ones lie in it */
-            sk->elem = dt == SCANFUSE_FLOAT64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)";
-            sk->val = "sf_px_val(s)";
+            /* float64 inputs brought into the window; narrower ones lie in it, and their
+             * products are normalised once every 3 steps of a raked run (OpProdF,
+             * sf_cuda_prod_narrow), their values read by sf_pxf_val */
+            bool f64 = dt == SCANFUSE_FLOAT64;
+            if (!f64) snprintf(sk->op, sizeof sk->op, "OpProdF");
+            sk->elem = f64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)";
+            sk->val = f64 ? "sf_px_val(s)" : "sf_pxf_val(s)";
         }
         break;
     case SF_OP_logcumsumexp: snprintf(sk->op, sizeof sk->op, "OpLse"); break;
@@ -477,7 +481,7 @@ static const char *const col_stream_skeleton[] = {
  * kernel's text changes):
  *   OIP: every output's bytes of a step sit where a staged input's do (the same offset
  *     in the stage, the same size), so a thread may write a chunk's outputs over the
- *     chunk's inputs it has just read;
+ *     chunk's inputs it has just read, and the outputs read no input again;
  *   st_items_s<N>: the outputs of N steps into the stage at slot rel (as st_items writes
  *     them to global memory);
  *   flush_s<N>: N steps of every output from the stage at slot rel to global memory at
@@ -499,6 +503,10 @@ static bool emit_rake_stores(sf_buf *rk, const scanfuse_fusion *f, const sf_cuda
                               scanfuse_dtype_size(f->values[k->ops[i].value].dtype) == sz);
         oip = oip && match;
     }
+    /* an epilogue that reads an input again (a prologue value stored as an output of its
+     * own) reads it from global memory in st_items, which st_items_s has no code for */
+    for (int op = 0; op < k->nops; op++)
+        if ((st_ops >> op & 1u) && !k->ops[op].out) oip = false;
     sf_buf_printf(rk, "static constexpr bool OIP = %s;\n", oip && nout > 0 ? "true" : "false");
     sf_buf_puts(rk, "template <int N> static __device__ __forceinline__ void st_items_s(const sf_args& a, const B& b, i64 len, i64 t0, char* sg, int rel, int ts, const T (&v)[N]) {\n");
     sf_buf_printf(rk, "const i64 plo = %s;\n(void)plo;\n", rev ? "len - t0 - N" : "t0");
@@ -605,6 +613,8 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     }
     sf_buf *src = g->src;
     if (ok) {
+        if (!strcmp(sk->op, "OpProdF"))
+            for (int i = 0; sf_cuda_prod_narrow[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_prod_narrow[i]);
         sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, sk->op);
         sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
                       nd > 0 ? nd : 1);

@@ -592,6 +592,20 @@ static void build_programs(void) {
         prog_prods(all[i], S2(300, 40), 0, NULL);
     }
     prog_prods(SCANFUSE_FLOAT32, S2(2100, 64), 0, "col_stream=1,col_l=1");
+    /* rows of exactly one raked tile (4096 steps of 16-byte states) */
+    prog_prods(SCANFUSE_FLOAT32, S2(5, 4096), 1, NULL);
+    prog_prods(SCANFUSE_BFLOAT16, S2(5, 4096), 1, NULL);
+    {
+        /* a prologue value stored beside the product rows that read it: the epilogue reads
+         * the inputs again, so the outputs may not go over the staged inputs (Io::OIP; the
+         * raked kernel did not compile, session 36) */
+        prog *p = prog_raw("input x: float32[3, 20001]\ninput w: float32[3, 20001]\nq = mul(x, w)\n"
+                           "y = cumprod(q, dim=1)\nz = cumprod(q, dim=1, exclusive=true, reverse=true)\n"
+                           "output q, y, z\n", T_REL);
+        p->gen[0] = G_RANGE;
+        p->gen[1] = G_UNIT;
+        p->no_unfused = true;
+    }
     prog_scans(SCANFUSE_FLOAT32, S2(5, 3000), 1, NULL, G_DEFAULT);  /* block rows, one tile */
     prog_scans(SCANFUSE_FLOAT32, S1(20000), 0, "row_g=2,row_g2=3,row_items=1", G_DEFAULT); /* prefix chain */
     prog_scans(SCANFUSE_INT32, S1(20000), 0, "row_g=3,row_g2=2,row_items=2", G_FULL);

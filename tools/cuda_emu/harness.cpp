@@ -67,6 +67,17 @@ int main(int argc, char **argv) {
         uint64_t k0, k1; memcpy(&k0, scratch + 16 * s, 8); memcpy(&k1, scratch + 16 * s + 8, 8);
         if (k0) printf("error slot %d: %016llx %016llx (first bad position %lld)\n", s, (unsigned long long)k0, (unsigned long long)k1, (long long)~k0);
     }
+    /* EMU_OUT=DIR: each output also written to DIR/v<id>.out, raw (A/B runs of two
+     * builds' kernels on the same inputs compare these) */
+    if (const char *od = getenv("EMU_OUT")) {
+        for (const Buf *b = bufs; b->v >= 0; b++) {
+            if (!b->out) continue;
+            char p[600]; snprintf(p, sizeof p, "%s/v%d.out", od, b->v);
+            FILE *f = fopen(p, "wb");
+            if (!f || fwrite(mem[b->v], 1, (size_t)b->n * b->es, f) != (size_t)b->n * b->es) return 9;
+            fclose(f);
+        }
+    }
     if (REF_STATUS != 0) return 0;
     for (const Buf *b = bufs; b->v >= 0; b++) {
         if (!b->out) continue;
