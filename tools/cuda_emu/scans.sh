@@ -106,6 +106,43 @@ for spec in "prodrow pdl=1" "prodrow row_stage=0" "prodcol pdl=1" "prodcol col_s
             "prodr4k pdl=1" "prodr4k row_rake=0"; do
     emu $spec
 done
+# float products of narrow floats normalised once every 3 steps of a raked run (OpProdF,
+# session 36) against the same kernels normalising every step (prod_lazy=0), byte for
+# byte: factors of random significands whose running product wanders far out of
+# double's range and back (2^-17.6..2^18.4 a step, no drift), a zero and an infinity
+# about once in 28000 steps each; float32 / bfloat16 / float16, look-back rows and rows
+# of one tile, inclusive, exclusive, reversed.  (Not against the reference: its in-order products
+# may round differently from the kernels' tree.)
+emu_lazy() { # label dtype shape flags seed [scale]
+    n=$((n + 1))
+    printf 'input x: float32[%s]\ninput k: int32[%s]\nf = mul(add(mul(abs(cast(x, float64)), 0.25), 1.0), pow(2.0, sub(mul(sub(cast(remainder(k, 35), float64), 17.0), %s), 0.5573)))\ng = div(mul(f, cast(logical_not(logical_and(eq(k, 7), lt(x, -3.0))), float64)), cast(logical_not(logical_and(eq(k, 11), lt(x, -3.0))), float64))\ny = cumprod(cast(g, %s), dim=1%s)\noutput y\n' \
+        "$3" "$3" "${6:-1.0}" "$2" "$4" > "$D/$1.sf"
+    local t
+    for t in 1 0; do
+        mkdir -p "$D/lazy$t" && rm -f "$D/lazy$t"/*
+        EMU_OUT="$D/lazy$t" EMU_SCAN=1 SCANFUSE_CUDA_TUNE=prod_lazy=$t "$HERE/run.sh" "$D/$1.sf" 3500 0 "$5" > /dev/null 2>&1
+    done
+    if ! ls "$D"/lazy1/*.out > /dev/null 2>&1 || ! cmp -s "$D"/lazy1/*.out "$D"/lazy0/*.out; then
+        echo "FAIL $1: prod_lazy=1 and prod_lazy=0 differ (or did not run)"; fail=$((fail + 1))
+    fi
+}
+emu_lazy lz32 float32 "3, 40001" "" 51
+emu_lazy lz32x float32 "3, 40001" ", exclusive=true, reverse=true" 52
+emu_lazy lzb16 bfloat16 "3, 40001" ", reverse=true" 53
+emu_lazy lzf16 float16 "3, 40001" ", exclusive=true" 54
+emu_lazy lz4k float32 "5, 4096" ", reverse=true" 55
+# (factors from 2^-119.6 to 2^119.4: out of the window in a few steps)
+emu_lazy lz32w float32 "3, 40001" "" 56 7.0
+# ... and sf_pxf_val, which reads those states, against sf_px_val of the normalised
+# state on 4 million random states (prodval.cpp)
+n=$((n + 1))
+src=$(grep -l sf_pxf_val "$D"/sf_cuda_emu.*/src.cu | head -1)
+# (the prelude and the narrow product block: up to the block's #endif)
+if [ -z "$src" ] || ! python3 "$HERE/xform.py" "$src" |
+       python3 -c 'import sys; s = sys.stdin.read(); print(s[:s.index("#endif", s.index("sf_pxf_val")) + 6])' > "$D/prodval.inc" ||
+   ! g++ -std=c++17 -O1 -fwrapv -w -I"$HERE" -I"$D" "$HERE/prodval.cpp" -o "$D/prodval" || ! "$D/prodval"; then
+    echo "FAIL prodval"; fail=$((fail + 1))
+fi
 # cummax/cummin of values of at most 4 bytes: 8-byte states (a float or an int32 and an
 # int32 index, session 35): look-back rows of int32 with many ties (irange 3), 1-byte
 # columns and bool rows, float16 columns with dense special values (ties 1), the stream
