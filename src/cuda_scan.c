@@ -121,7 +121,9 @@ typedef struct scan_kind {
     bool comm;        /* the prelude's sf_comm<op> holds (sums, products, logcumsumexp) */
 } scan_kind;
 
-static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, int64_t len, scan_kind *sk) {
+/* long_rows: the scan runs as rows of more than one warp's steps (sf_row_scan or the raked
+ * tiles: the kernels whose runs OpProdF's lazy normalisation serves). */
+static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, int64_t len, bool long_rows, scan_kind *sk) {
     bool fl = sf_dtype_is_float(dt);
     memset(sk, 0, sizeof *sk);
     sk->tsize = 8;
@@ -153,14 +155,16 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, int64_t len, scan
         snprintf(sk->op, sizeof sk->op, fl ? "OpProdD" : "OpProdI");
         if (fl) { /* the product and its power of two (sf_prodx, sf.h) */
             sk->tsize = 16;
-            /* float64 inputs brought into the window; narrower ones lie in it, and their
-             * products are normalised once every 3 steps of a raked run (OpProdF,
-             * sf_cuda_prod_narrow), their values read by sf_pxf_val.  H200, NOTES session
-             * 36 run 1, 1-D 2^26: float32 0.44 -> 0.52 of copy, bfloat16 0.25 -> 0.33.
-             * (Not float64: a factor's state may be anywhere in the window, so a product
-             * of two could leave double's range.) */
+            /* float64 inputs brought into the window; narrower ones lie in it, and in
+             * long rows their products are normalised once every 3 steps of a raked run
+             * (OpProdF, sf_cuda_prod_narrow), their values read by sf_pxf_val.  H200,
+             * NOTES session 36 run 1, 1-D 2^26: float32 0.44 -> 0.52 of copy, bfloat16
+             * 0.25 -> 0.33.  (Not float64: a factor's state may be anywhere in the
+             * window, so a product of two could leave double's range.  Not columns and
+             * warp rows: no raked runs, and their kernels stay session 35's, the [4096,
+             * 4096] dim 0 one measured 0.50 against 0.46 with sf_pxf_val in run 1.) */
             bool f64 = dt == SCANFUSE_FLOAT64;
-            bool lazy = !f64 && sf_cg_tune("prod_lazy", 1) != 0; /* prod_lazy=0: OpProdD */
+            bool lazy = !f64 && long_rows && sf_cg_tune("prod_lazy", 1) != 0; /* prod_lazy=0: OpProdD */
             if (lazy) snprintf(sk->op, sizeof sk->op, "OpProdF");
             sk->elem = f64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)";
             sk->val = lazy ? "sf_pxf_val(s)" : "sf_px_val(s)";
@@ -961,7 +965,8 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
     for (int d = dim + 1; d < x->ndim; d++) inner *= x->shape[d];
     int64_t rows = numel / len;
     scan_kind sk;
-    scan_kind_for(n, y->dtype, len, &sk);
+    /* (warp_max below: 512 steps for the 16-byte states that long_rows matters to) */
+    scan_kind_for(n, y->dtype, len, inner == 1 && len > sf_cg_tune("warp_max", 512), &sk);
     sf_cuda_kernel *k = sf_cg_new_kernel(g, SF_CUK_SCAN_WARP, anchor);
     int ki = (int)(k - g->pl->k);
     k->ndim = x->ndim;
