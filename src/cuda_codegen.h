@@ -57,7 +57,8 @@ extern const char *const sf_cuda_prelude[];
 extern const char *const sf_cuda_skeletons[];
 /* The raked row tiles' skeleton (cuda_rake.c), emitted only by the kernels that rake. */
 extern const char *const sf_cuda_rake_skeleton[];
-/* OpProdF and sf_pxf_val (cuda_prelude.c), emitted only by cumprod of narrow floats. */
+/* OpProdF and sf_pxf_val (cuda_prelude.c), emitted only by cumprod of narrow floats in
+ * rows longer than a warp's (cuda_scan.c). */
 extern const char *const sf_cuda_prod_narrow[];
 
 /* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
