@@ -119,6 +119,7 @@ typedef struct scan_kind {
     const char *val;  /* the result value from state "s" */
     bool index;       /* cummax/cummin: the index result is s.i */
     bool comm;        /* the prelude's sf_comm<op> holds (sums, products, logcumsumexp) */
+    const char *const *defs; /* lines the operator needs before the Io (NULL: the prelude's) */
 } scan_kind;
 
 /* long_rows: the scan runs as rows of more than one warp's steps (sf_row_scan or the raked
@@ -165,7 +166,10 @@ static void scan_kind_for(const sf_node *n, scanfuse_dtype dt, int64_t len, bool
              * 4096] dim 0 one measured 0.50 against 0.46 with sf_pxf_val in run 1.) */
             bool f64 = dt == SCANFUSE_FLOAT64;
             bool lazy = !f64 && long_rows && sf_cg_tune("prod_lazy", 1) != 0; /* prod_lazy=0: OpProdD */
-            if (lazy) snprintf(sk->op, sizeof sk->op, "OpProdF");
+            if (lazy) {
+                snprintf(sk->op, sizeof sk->op, "OpProdF");
+                sk->defs = sf_cuda_prod_narrow;
+            }
             sk->elem = f64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)";
             sk->val = lazy ? "sf_pxf_val(s)" : "sf_px_val(s)";
         }
@@ -621,8 +625,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     }
     sf_buf *src = g->src;
     if (ok) {
-        if (!strcmp(sk->op, "OpProdF"))
-            for (int i = 0; sf_cuda_prod_narrow[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_prod_narrow[i]);
+        for (int i = 0; sk->defs && sk->defs[i]; i++) sf_buf_printf(src, "%s\n", sk->defs[i]);
         sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, sk->op);
         sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
                       nd > 0 ? nd : 1);

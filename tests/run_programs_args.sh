@@ -1,7 +1,7 @@
 #!/bin/bash
-# run_programs_args.sh SCANFUSE — a CTest: tools/run_programs.sh and random_programs.py
-# refuse bad arguments with status 2 and a message (and never run a program for them),
-# and run_programs.sh's VARIANTS reports planted differences.
+# run_programs_args.sh SCANFUSE — a CTest: tools/run_programs.sh, random_programs.py and
+# compile_programs.sh refuse bad arguments with status 2 and a message (and never run a
+# program for them), and run_programs.sh's VARIANTS reports planted differences.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$1
@@ -27,6 +27,10 @@ want2 "cannot generate programs" "$ROOT/tools/run_programs.sh" "$BIN" --generate
 want2 "usage: random_programs.py" python3 "$ROOT/tools/random_programs.py" 1 2
 want2 "usage: random_programs.py" python3 "$ROOT/tools/random_programs.py" -1 2 "$W"
 want2 "No such file or directory" python3 "$ROOT/tools/random_programs.py" 1 2 "$W/none"
+want2 "usage: compile_programs.sh" "$ROOT/tools/compile_programs.sh" 1
+want2 "usage: compile_programs.sh" "$ROOT/tools/compile_programs.sh" x 5
+want2 "no $W/libscanfuse.a" env BUILD="$W" "$ROOT/tools/compile_programs.sh" 1 2
+want2 "cannot write $W/none/r.txt" env BUILD="$(dirname "$BIN")" "$ROOT/tools/compile_programs.sh" 1 2 "$W/none/r.txt"
 # VARIANTS finds a planted difference: outputs of inputs from another seed
 VARIANTS="again|--seed 1" "$ROOT/tools/run_programs.sh" "$BIN" "$ROOT/tests/programs" "$W/r.txt" >/dev/null 2>&1
 rc=$?

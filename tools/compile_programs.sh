@@ -22,6 +22,7 @@ BUILD=${BUILD:-$ROOT/build}
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_compile_programs.XXXXXX")
 trap 'rm -rf "$D"' EXIT
 RESULTS=${3:-$D/results.txt}
+: > "$RESULTS" 2>/dev/null || { echo "compile_programs.sh: cannot write $RESULTS" >&2; exit 2; }
 export SCANFUSE_CACHE_DIR=${SCANFUSE_CACHE_DIR:-$D/cache}
 gcc -std=c11 -O1 -I"$ROOT/src" -I"$ROOT/include" "$ROOT/tools/cuda_warm.c" "$BUILD/libscanfuse.a" -lm -ldl -lpthread \
     -o "$D/warm" || exit 2

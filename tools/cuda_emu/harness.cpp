@@ -74,8 +74,9 @@ int main(int argc, char **argv) {
             if (!b->out) continue;
             char p[600]; snprintf(p, sizeof p, "%s/v%d.out", od, b->v);
             FILE *f = fopen(p, "wb");
-            if (!f || fwrite(mem[b->v], 1, (size_t)b->n * b->es, f) != (size_t)b->n * b->es) return 9;
-            fclose(f);
+            const bool ok = f && fwrite(mem[b->v], 1, (size_t)b->n * b->es, f) == (size_t)b->n * b->es;
+            if (f) fclose(f);
+            if (!ok) return 9;
         }
     }
     if (REF_STATUS != 0) return 0;
