@@ -1,9 +1,10 @@
 #!/bin/bash
-# prod_bench.sh — float cumprod and prod through `scanfuse bench`, each case timed (median
-# of --repeat, every run waited for) against a copy of the same bytes in the same process
-# (column "ratio"), for one or two builds side by side: the products' state is a double
-# and a carried power of two (sf_prodx, 16 bytes on the GPU) since session 34, so this
-# measures what that costs against a build from before it.
+# prod_bench.sh — float cumprod and prod, cummax and the other reductions through
+# `scanfuse bench`, each case timed (median of --repeat, every run waited for) against a
+# copy of the same bytes in the same process (column "ratio"), for one or two builds side
+# by side: the products' state is a double and a carried power of two (sf_prodx, 16
+# bytes on the GPU) since session 34, so this measures what that costs against a build
+# from before it.  bench/torch_prod_ref.py times PyTorch on the same cases.
 #   bench/prod_bench.sh DEVICE BIN [OLD_BIN]     (DEVICE: cpu or cuda)
 # SCANFUSE_CUDA_TUNE applies to both builds and is recorded ("tune"); CASES=REGEX runs
 # only the cases it matches.
@@ -44,6 +45,22 @@ case_ cummax_sq_f32_d1 "input x: float32[$side, $side]\ny, i = cummax(x, dim=1)\
 case_ cummax_sq_f64_d0 "input x: float64[$side, $side]\ny, i = cummax(x, dim=0)\noutput y, i\n"
 case_ prod_sq_f32_d0 "input x: float32[$side, $side]\ny = prod(x, dim=0)\noutput y\n"
 case_ prod_sq_f32_d1 "input x: float32[$side, $side]\ny = prod(x, dim=1)\noutput y\n"
+# the other reductions (session 37: never timed on the GPU before): a float32 sum is
+# summed in double, bfloat16 in float32 widened (DESIGN.md's accumulation policy), max a
+# compare, argmax a value and an index; over the rows (dim 1), down the columns (dim 0)
+# and over one long vector; [2048, 128] the size of a top-k combine's sums
+case_ sum_1d_f32 "input x: float32[$big]\ny = sum(x)\noutput y\n"
+case_ sum_sq_f32_d0 "input x: float32[$side, $side]\ny = sum(x, dim=0)\noutput y\n"
+case_ sum_sq_f32_d1 "input x: float32[$side, $side]\ny = sum(x, dim=1)\noutput y\n"
+case_ sum_sq_bf16_d0 "input x: bfloat16[$side, $side]\ny = sum(x, dim=0)\noutput y\n"
+case_ sum_sq_bf16_d1 "input x: bfloat16[$side, $side]\ny = sum(x, dim=1)\noutput y\n"
+case_ sum_2048x128_f32_d0 "input x: float32[2048, 128]\ny = sum(x, dim=0)\noutput y\n"
+case_ sum_2048x128_f32_d1 "input x: float32[2048, 128]\ny = sum(x, dim=1)\noutput y\n"
+case_ max_sq_f32_d0 "input x: float32[$side, $side]\ny = max(x, dim=0)\noutput y\n"
+case_ max_sq_f32_d1 "input x: float32[$side, $side]\ny = max(x, dim=1)\noutput y\n"
+case_ mean_sq_bf16_d1 "input x: bfloat16[$side, $side]\ny = mean(x, dim=1)\noutput y\n"
+case_ argmax_sq_f32_d1 "input x: float32[$side, $side]\ny = argmax(x, dim=1)\noutput y\n"
+case_ sum_sq_i32_d1 "input x: int32[$side, $side]\ny = sum(x, dim=1)\noutput y\n"
 # WRITE_CASES=DIR: only write the cases' fusion files there (bench/warm_cache.sh)
 if [ -n "${WRITE_CASES:-}" ]; then
     mkdir -p "$WRITE_CASES" && cp "$D"/*.sf "$WRITE_CASES"/

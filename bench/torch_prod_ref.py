@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """torch_prod_ref.py: PyTorch's side of bench/prod_bench.sh on a CUDA GPU.
 
-Times torch.cumprod, torch.cummax, torch.cummin and torch.prod (eager, CUDA events,
+Times torch.cumprod, torch.cummax, torch.cummin and the reductions (torch.prod, sum,
+amax, mean, argmax; eager, CUDA events,
 median of --repeat calls after 3 warm-up calls) on prod_bench.sh's cuda cases, each
 beside a device-to-device copy of the same bytes (inputs read plus outputs written,
 as `scanfuse bench` counts them) timed in the same process, and prints a table and one
 JSON line per case (--json appends them to a file).  Needs PyTorch with CUDA.
-    python3 bench/torch_prod_ref.py [--repeat N] [--json FILE]
+    python3 bench/torch_prod_ref.py [--repeat N] [--json FILE] [--cases REGEX]
 """
 import argparse
 import json
+import re
 import sys
 
 import torch
@@ -31,7 +33,22 @@ CASES = [
     ("cummax_sq_f64_d0", "cummax", torch.float64, (SIDE, SIDE), 0),
     ("prod_sq_f32_d0", "prod", torch.float32, (SIDE, SIDE), 0),
     ("prod_sq_f32_d1", "prod", torch.float32, (SIDE, SIDE), 1),
+    ("sum_1d_f32", "sum", torch.float32, (BIG,), None),
+    ("sum_sq_f32_d0", "sum", torch.float32, (SIDE, SIDE), 0),
+    ("sum_sq_f32_d1", "sum", torch.float32, (SIDE, SIDE), 1),
+    ("sum_sq_bf16_d0", "sum", torch.bfloat16, (SIDE, SIDE), 0),
+    ("sum_sq_bf16_d1", "sum", torch.bfloat16, (SIDE, SIDE), 1),
+    ("sum_2048x128_f32_d0", "sum", torch.float32, (2048, 128), 0),
+    ("sum_2048x128_f32_d1", "sum", torch.float32, (2048, 128), 1),
+    ("max_sq_f32_d0", "amax", torch.float32, (SIDE, SIDE), 0),
+    ("max_sq_f32_d1", "amax", torch.float32, (SIDE, SIDE), 1),
+    ("mean_sq_bf16_d1", "mean", torch.bfloat16, (SIDE, SIDE), 1),
+    ("argmax_sq_f32_d1", "argmax", torch.float32, (SIDE, SIDE), 1),
+    ("sum_sq_i32_d1", "sum", torch.int32, (SIDE, SIDE), 1),
 ]
+# reductions: the output's element size (torch.sum of int32 gives int64, argmax int64;
+# scanfuse's sum of int32 is int64 as well)
+REDUCTIONS = {"prod", "sum", "amax", "mean", "argmax"}
 
 
 def median_seconds(fn, repeat):
@@ -59,6 +76,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--json", default="")
+    ap.add_argument("--cases", default="", help="only the cases this regular expression finds")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_prod_ref: no CUDA device", file=sys.stderr)
@@ -68,13 +86,18 @@ def main():
     rows = []
     print("%-26s %12s %12s %8s" % ("case", "torch (us)", "copy (us)", "ratio"))
     for label, op, dtype, shape, dim in CASES:
+        if not re.search(args.cases, label):
+            continue
         x = make_input(dtype, shape, gen)
         if op == "cumprod":
             fn = lambda: torch.cumprod(x, dim)
             out_bytes = x.numel() * x.element_size()
-        elif op == "prod":
-            fn = lambda: torch.prod(x, dim)
-            out_bytes = x.numel() // shape[dim] * x.element_size()
+        elif op in REDUCTIONS:
+            f = getattr(torch, op)
+            fn = (lambda: f(x)) if dim is None else (lambda: f(x, dim))
+            y = fn()
+            out_bytes = y.numel() * y.element_size()
+            del y
         else:  # values and int64 indices
             f = torch.cummax if op == "cummax" else torch.cummin
             fn = lambda: f(x, dim)

@@ -129,6 +129,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     scanfuse_dtype cdt = arg ? xdt : dt; /* the dtype elements are compared/summed in */
     bool fl = sf_dtype_is_float(cdt);
     const char *op, *elem = "x";
+    const char *const *defs = NULL; /* lines the operator needs, emitted before the Io */
     int tsize = 8;
     sf_buf val = {0};
     switch (n->op) {
@@ -156,6 +157,13 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
             tsize = 16;
             elem = cdt == SCANFUSE_FLOAT64 ? "sf_px_make(x)" : "sf_vd_make(x, 0)"; /* (sf_prodx_times) */
             sf_buf_puts(&val, "sf_px_val(s)");
+            /* factors of at most 4 bytes: a thread's run normalises every third product
+             * (OpProdF, as the raked scan runs do: the same bits); the runs end
+             * normalised (sf_red_run), so the value is sf_px_val's.  prod_lazy=0: OpProdD */
+            if (cdt != SCANFUSE_FLOAT64 && sf_cg_tune("prod_lazy", 1) != 0) {
+                op = "OpProdF";
+                defs = sf_cuda_prod_narrow;
+            }
         }
         break;
     case SF_OP_max: op = fl ? "OpMaxD" : "OpMaxI"; break;
@@ -236,6 +244,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     sf_buf *src = g->src;
     char io[32];
     snprintf(io, sizeof io, "Io_k%d", ki);
+    for (int i = 0; defs && defs[i]; i++) sf_buf_printf(src, "%s\n", defs[i]);
     sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, op);
     sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
                   x->ndim > 0 ? x->ndim : 1);
@@ -286,14 +295,19 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (x->shape[d] > 1) last = d;
     bool inner = last >= 0 && u.red[last];
     int64_t nsplit = 1;
+    /* loads in flight a thread (sf_red_run's batches): 8, so 2048 threads an SM keep
+     * 64 KB of float32 in flight, twice what the copy's rate needs (NOTES session 37) */
+    int U = sf_cg_tune("red_u", 8);
+    if (U < 1) U = 1;
+    if (U > 32) U = 32;
     if (inner && nred <= 2048) {
         k->kind = SF_CUK_RED_WARP;
         int64_t blocks = sf_cg_ceil_div(nout, 8);
         k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_block<%s::Op, %s, 32>(a, %lldll, %lldll, 1);\n}\n\n",
-                      ki, io, io, (long long)nout, (long long)nred);
+                      "sf_red_block<%s::Op, %s, 32, %d>(a, %lldll, %lldll, 1);\n}\n\n",
+                      ki, io, io, U, (long long)nout, (long long)nred);
     } else if (inner) {
         k->kind = SF_CUK_RED_BLOCK;
         if (nout < (int64_t)sms * 4) {
@@ -305,8 +319,8 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         k->grid = sf_cg_grid(nout * nsplit);
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_block<%s::Op, %s, 256>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
+                      "sf_red_block<%s::Op, %s, 256, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, U, (long long)nout, (long long)nred, (long long)nsplit);
     } else {
         k->kind = SF_CUK_RED_THREAD;
         /* V outputs a thread when there are outputs enough that no split is needed:
@@ -335,8 +349,8 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         k->grid = sf_cg_grid(sf_cg_ceil_div(nout * nsplit, 256));
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_thread<%s::Op, %s>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, io, io, (long long)nout, (long long)nred, (long long)nsplit);
+                      "sf_red_thread<%s::Op, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, U, (long long)nout, (long long)nred, (long long)nsplit);
     }
     if (nsplit > 1) {
         k->scratch_bytes = nout * nsplit * tsize;

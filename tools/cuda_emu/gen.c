@@ -38,6 +38,40 @@ static int32_t base_of(const scanfuse_fusion *f, int32_t v) {
     }
 }
 
+/* The words of kernel K's sf_args (ptr, st in the iteration space of each operand,
+ * aux, scratch, err, epoch, tile_base, flags, pad), every buffer contiguous. */
+static void sf_args_words(FILE *fl, const scanfuse_fusion *f, const sf_cuda_kernel *K) {
+    int64_t flags = 0;
+    for (int op = 0; op < SF_CUDA_MAXOPS; op++)
+        if (op < K->nops) fprintf(fl, "{W_PTR, %d, 0},\n", base_of(f, K->ops[op].value));
+        else fprintf(fl, "{W_CONST, 0, 0},\n");
+    for (int op = 0; op < SF_CUDA_MAXOPS; op++) {
+        int64_t stv[8] = {0};
+        if (op < K->nops) {
+            const sf_value *fv = &f->values[K->ops[op].value];
+            /* an operand of space 1 (a reduction's result) iterates over shape2 */
+            const int kn = K->ops[op].space ? K->ndim2 : K->ndim;
+            const int64_t *ks = K->ops[op].space ? K->shape2 : K->shape;
+            int64_t cs[SF_MAX_DIMS], acc = 1, expect = 1;
+            for (int d = fv->ndim - 1; d >= 0; d--) { cs[d] = acc; acc *= fv->shape[d]; }
+            int lead = kn - fv->ndim;
+            bool contig = true;
+            for (int d = kn - 1; d >= 0; d--) {
+                int j = d - lead;
+                stv[d] = (j < 0 || fv->shape[j] == 1) ? 0 : cs[j];
+                if (ks[d] == 1) continue;
+                contig = contig && stv[d] == expect;
+                expect *= ks[d];
+            }
+            if (contig) flags |= (int64_t)1 << op;
+        }
+        for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", (long long)stv[d]);
+    }
+    for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", d == 2 ? (long long)K->aux[2] : 0ll);
+    fprintf(fl, "{W_SCRATCH, %lld, 0},\n{W_ERR, %d, 0},\n{W_CONST, 0, 0},\n{W_CONST, 0, 0},\n{W_FLAGS, %lld, 0},\n{W_CONST, 0, 0},\n",
+            (long long)K->scratch_off, K->err_slot, (long long)flags);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argv[2];
     int64_t irange = argc > 3 ? atoll(argv[3]) : 0;
@@ -50,14 +84,22 @@ int main(int argc, char **argv) {
     const scanfuse_fusion *f = p->fusion;
     sf_cuda_plan *pl; char msg[512];
     if (sf_cuda_plan_build(p, 90, 132, &pl, msg, sizeof msg) != SCANFUSE_OK) { printf("plan: %s\n", msg); return 1; }
-    const bool scan = getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1';
+    /* EMU_RED=1: a reduction kernel, and the kernel that combines its splits after it;
+     * both take sf_args, as the scans do, so "scan" below means an sf_args kernel */
+    const bool red = getenv("EMU_RED") && getenv("EMU_RED")[0] == '1';
+    const bool scan = red || (getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1');
     /* EMU_NTH=n: the n-th such kernel (default 1) */
     int nth = getenv("EMU_NTH") ? atoi(getenv("EMU_NTH")) : 1, ki = -1;
-    for (int i = 0; i < pl->nkernels && ki < 0; i++)
-        if (scan ? pl->k[i].kind == SF_CUK_SCAN_ROW || pl->k[i].kind == SF_CUK_SCAN_COL : pl->k[i].kind == SF_CUK_SMALL)
+    for (int i = 0; i < pl->nkernels && ki < 0; i++) {
+        const sf_cuda_kkind kd = pl->k[i].kind;
+        if (red ? kd == SF_CUK_RED_BLOCK || kd == SF_CUK_RED_WARP || kd == SF_CUK_RED_THREAD
+                : scan ? kd == SF_CUK_SCAN_ROW || kd == SF_CUK_SCAN_COL : kd == SF_CUK_SMALL)
             if (--nth == 0) ki = i;
-    if (ki < 0) { printf(scan ? "no block scan kernel\n" : "no small kernel\n"); return 2; }
+    }
+    if (ki < 0) { printf(red ? "no reduction kernel\n" : scan ? "no block scan kernel\n" : "no small kernel\n"); return 2; }
     const sf_cuda_kernel *K = &pl->k[ki];
+    const int fin = red && ki + 1 < pl->nkernels && pl->k[ki + 1].kind == SF_CUK_RED_FINISH ? ki + 1 : -1;
+    if (fin >= 0 && pl->k[fin].block != K->block) { printf("finish kernel of another block size\n"); return 2; }
     char path[512]; snprintf(path, sizeof path, "%s/src.cu", dir);
     FILE *fs = fopen(path, "w"); fputs(pl->source, fs); fclose(fs);
     /* inputs */
@@ -121,8 +163,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/launch.inc", dir);
     FILE *fl = fopen(path, "w");
     if (scan)
-        fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID 1\n#define EMU_SCAN_K 1\n",
-                ki, (long long)pl->scratch_bytes, (int)st);
+        fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID 1\n%s",
+                ki, (long long)pl->scratch_bytes, (int)st, red ? "" : "#define EMU_SCAN_K 1\n");
     else
         fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
                 ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);
@@ -133,6 +175,7 @@ int main(int argc, char **argv) {
     fprintf(fl, "static const Buf bufs[] = {\n");
     bool *used = calloc(f->nvalues, 1);
     for (int op = 0; scan && op < K->nops; op++) used[base_of(f, K->ops[op].value)] = true;
+    for (int op = 0; fin >= 0 && op < pl->k[fin].nops; op++) used[base_of(f, pl->k[fin].ops[op].value)] = true;
     for (int q = 0; !scan && q < K->nsub; q++) {
         const sf_cuda_kernel *k = &pl->k[K->sub0 + q];
         if (K->sub0 + q == K->pre1 - 1) continue; /* the pre-kernel: not emulated */
@@ -167,34 +210,7 @@ int main(int argc, char **argv) {
                 isin, isout, float_kind(fv->dtype));
     }
     fprintf(fl, "{-1, 0, 0, 0, 0, 0}};\nstatic const Word words[] = {\n");
-    if (scan) { /* sf_args: ptr, st (the kernel's index space), aux, scratch, err, epoch, tile_base, flags, pad */
-        int64_t flags = 0;
-        for (int op = 0; op < SF_CUDA_MAXOPS; op++)
-            if (op < K->nops) fprintf(fl, "{W_PTR, %d, 0},\n", base_of(f, K->ops[op].value));
-            else fprintf(fl, "{W_CONST, 0, 0},\n");
-        for (int op = 0; op < SF_CUDA_MAXOPS; op++) {
-            int64_t stv[8] = {0};
-            if (op < K->nops) {
-                const sf_value *fv = &f->values[K->ops[op].value];
-                int64_t cs[SF_MAX_DIMS], acc = 1, expect = 1;
-                for (int d = fv->ndim - 1; d >= 0; d--) { cs[d] = acc; acc *= fv->shape[d]; }
-                int lead = K->ndim - fv->ndim;
-                bool contig = true;
-                for (int d = K->ndim - 1; d >= 0; d--) {
-                    int j = d - lead;
-                    stv[d] = (j < 0 || fv->shape[j] == 1) ? 0 : cs[j];
-                    if (K->shape[d] == 1) continue;
-                    contig = contig && stv[d] == expect;
-                    expect *= K->shape[d];
-                }
-                if (contig) flags |= (int64_t)1 << op;
-            }
-            for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", (long long)stv[d]);
-        }
-        for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", d == 2 ? (long long)K->aux[2] : 0ll);
-        fprintf(fl, "{W_SCRATCH, %lld, 0},\n{W_ERR, %d, 0},\n{W_CONST, 0, 0},\n{W_CONST, 0, 0},\n{W_FLAGS, %lld, 0},\n{W_CONST, 0, 0},\n",
-                (long long)K->scratch_off, K->err_slot, (long long)flags);
-    }
+    if (scan) sf_args_words(fl, f, K);
     for (int q = 0; !scan && q < K->nsub; q++) {
         const sf_cuda_kernel *k = &pl->k[K->sub0 + q];
         int64_t flags = 0;
@@ -221,6 +237,11 @@ int main(int argc, char **argv) {
         fprintf(fl, "{W_ERR, %d, 0},\n{W_SCRATCH, %lld, 0},\n", k->err_slot, (long long)k->scratch_off);
     }
     fprintf(fl, "};\n");
+    if (fin >= 0) { /* the finish kernel, run after it */
+        fprintf(fl, "#define KERNEL2 k%d\nstatic const Word words2[] = {\n", fin);
+        sf_args_words(fl, f, &pl->k[fin]);
+        fprintf(fl, "};\n");
+    }
     fclose(fl);
     return 0;
 }

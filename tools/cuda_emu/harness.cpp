@@ -19,6 +19,25 @@ struct Word { int kind; long long a, b; };
 #include "launch.inc"
 static PARAM g_P;
 static void body(void) { KERNEL(g_P); }
+#ifdef KERNEL2 /* a reduction's finish kernel (gen.c, EMU_RED=1): one block after it */
+static PARAM g_P2;
+static void body2(void) { KERNEL2(g_P2); }
+#endif
+/* A parameter from its layout: buffers, scratch and error slots placed. */
+static bool fill_param(const Word *words, int nw, void *const *mem, char *scratch, bool noflags, PARAM *P) {
+    if (nw != (int)(sizeof(PARAM) / 8)) { fprintf(stderr, "param size %d words, layout %d\n", (int)(sizeof(PARAM) / 8), nw); return false; }
+    for (int i = 0; i < nw; i++) {
+        const Word &w = words[i];
+        uint64_t x = 0;
+        if (w.kind == W_PTR) x = (uint64_t)(uintptr_t)mem[w.a];
+        else if (w.kind == W_CONST) x = (uint64_t)w.a;
+        else if (w.kind == W_FLAGS) x = noflags ? 0 : (uint64_t)w.a;
+        else if (w.kind == W_ERR) x = (uint64_t)(uintptr_t)scratch + (w.a >= 0 ? 16 * (uint64_t)w.a : 0);
+        else x = (uint64_t)(uintptr_t)scratch + (uint64_t)w.a;
+        ((uint64_t *)P)[i] = x; /* the parameter as words (a SMALL kernel's or sf_args) */
+    }
+    return true;
+}
 int main(int argc, char **argv) {
     const char *dir = argv[1];
     bool noflags = argc > 2 && atoi(argv[2]);
@@ -32,17 +51,10 @@ int main(int argc, char **argv) {
     }
     char *scratch = (char *)calloc(SCRATCH + 64, 1);
     int nw = (int)(sizeof words / sizeof words[0]);
-    if (nw != (int)(sizeof(PARAM) / 8)) { fprintf(stderr, "param size %d words, layout %d\n", (int)(sizeof(PARAM) / 8), nw); return 8; }
-    for (int i = 0; i < nw; i++) {
-        const Word &w = words[i];
-        uint64_t x = 0;
-        if (w.kind == W_PTR) x = (uint64_t)(uintptr_t)mem[w.a];
-        else if (w.kind == W_CONST) x = (uint64_t)w.a;
-        else if (w.kind == W_FLAGS) x = noflags ? 0 : (uint64_t)w.a;
-        else if (w.kind == W_ERR) x = (uint64_t)(uintptr_t)scratch + (w.a >= 0 ? 16 * (uint64_t)w.a : 0);
-        else x = (uint64_t)(uintptr_t)scratch + (uint64_t)w.a;
-        ((uint64_t *)&g_P)[i] = x; /* the parameter as words (a SMALL kernel's or sf_args) */
-    }
+    if (!fill_param(words, nw, mem, scratch, noflags, &g_P)) return 8;
+#ifdef KERNEL2
+    if (!fill_param(words2, (int)(sizeof words2 / sizeof words2[0]), mem, scratch, noflags, &g_P2)) return 8;
+#endif
     /* the blocks of a small kernel run different phases on disjoint data: one after
      * another here, in reverse with EMU_REVERSE=1 (a result that depends on the order
      * would be a missed conflict) */
@@ -52,6 +64,10 @@ int main(int argc, char **argv) {
         blockIdx.x = rev ? GRID - 1 - q : q;
         if (!emu_run(body)) return 7;
     }
+#ifdef KERNEL2
+    blockIdx.x = 0;
+    if (!emu_run(body2)) return 7;
+#endif
     int bad = 0;
 #ifdef EMU_SCAN_K
     /* a scan kernel resets its ticket word's count for the next launch (the last take,

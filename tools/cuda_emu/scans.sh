@@ -45,19 +45,8 @@ printf 'input x: float64[2048, 40]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/f64c
 # the stream column kernel's carry past a run of 256 chunks (263 chunks of 8 rows under
 # col_l=1; its next level, past 65536 chunks, runs in test_cuda on the GPU)
 printf 'input x: float32[2100, 64]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/colc.sf"
-fail=0
-n=0
-# emu PROG TUNE [irange ties seed noflags]: one run of PROG's first block scan kernel
-# under SCANFUSE_CUDA_TUNE=TUNE (seed: the run's number unless given), counted
-emu() {
-    local prog=$1 tune=$2 out
-    shift 2
-    n=$((n + 1))
-    [ $# -gt 0 ] || set -- 0 0 $n
-    if ! out=$(EMU_SCAN=1 SCANFUSE_CUDA_TUNE=$tune "$HERE/run.sh" "$D/$prog.sf" "$@" 2>&1); then
-        echo "FAIL $prog $* under $tune:"; echo "$out" | tail -5; fail=$((fail + 1))
-    fi
-}
+EMU_KIND=EMU_SCAN
+. "$HERE/lib.sh"
 for prog in f32 i64rows f16 cummax fused widths; do
     for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
                 row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
@@ -114,17 +103,9 @@ done
 # of one tile, inclusive, exclusive, reversed.  (Not against the reference: its in-order products
 # may round differently from the kernels' tree.)
 emu_lazy() { # label dtype shape flags seed [scale]
-    n=$((n + 1))
     printf 'input x: float32[%s]\ninput k: int32[%s]\nf = mul(add(mul(abs(cast(x, float64)), 0.25), 1.0), pow(2.0, sub(mul(sub(cast(remainder(k, 35), float64), 17.0), %s), 0.5573)))\ng = div(mul(f, cast(logical_not(logical_and(eq(k, 7), lt(x, -3.0))), float64)), cast(logical_not(logical_and(eq(k, 11), lt(x, -3.0))), float64))\ny = cumprod(cast(g, %s), dim=1%s)\noutput y\n' \
         "$3" "$3" "${6:-1.0}" "$2" "$4" > "$D/$1.sf"
-    local t
-    for t in 1 0; do
-        mkdir -p "$D/lazy$t" && rm -f "$D/lazy$t"/*
-        EMU_OUT="$D/lazy$t" EMU_SCAN=1 SCANFUSE_CUDA_TUNE=prod_lazy=$t "$HERE/run.sh" "$D/$1.sf" 3500 0 "$5" > /dev/null 2>&1
-    done
-    if ! ls "$D"/lazy1/*.out > /dev/null 2>&1 || ! cmp -s "$D"/lazy1/*.out "$D"/lazy0/*.out; then
-        echo "FAIL $1: prod_lazy=1 and prod_lazy=0 differ (or did not run)"; fail=$((fail + 1))
-    fi
+    emu_ab "$1" prod_lazy=1 prod_lazy=0 3500 0 "$5"
 }
 emu_lazy lz32 float32 "3, 40001" "" 51
 emu_lazy lz32x float32 "3, 40001" ", exclusive=true, reverse=true" 52
@@ -134,14 +115,15 @@ emu_lazy lz4k float32 "5, 4096" ", reverse=true" 55
 # (factors from 2^-119.6 to 2^119.4: out of the window in a few steps)
 emu_lazy lz32w float32 "3, 40001" "" 56 7.0
 # ... and sf_pxf_val, which reads those states, against sf_px_val of the normalised
-# state on 4 million random states (prodval.cpp)
+# state on 4 million random states (prodval.cpp; the source of a lazy run above)
+wait
 n=$((n + 1))
 src=$(grep -l sf_pxf_val "$D"/sf_cuda_emu.*/src.cu | head -1)
 # (the prelude and the narrow product block: up to the block's #endif)
 if [ -z "$src" ] || ! python3 "$HERE/xform.py" "$src" |
        python3 -c 'import sys; s = sys.stdin.read(); print(s[:s.index("#endif", s.index("sf_pxf_val")) + 6])' > "$D/prodval.inc" ||
    ! g++ -std=c++17 -O1 -fwrapv -w -I"$HERE" -I"$D" "$HERE/prodval.cpp" -o "$D/prodval" || ! "$D/prodval"; then
-    echo "FAIL prodval"; fail=$((fail + 1))
+    echo "FAIL prodval" > "$D/fail.$n"
 fi
 # cummax/cummin of values of at most 4 bytes: 8-byte states (a float or an int32 and an
 # int32 index, session 35): look-back rows of int32 with many ties (irange 3), 1-byte
@@ -244,5 +226,4 @@ for spec in "f64rows pdl=1" "f64col pdl=1" "f64colc col_stream=1,col_l=1"; do
     for args in "0 0 12 0" "0 0 13 1"; do EMU_MAG=1 emu $spec $args; done
 done
 EMU_MAG=1 EMU_NTH=2 emu f64colc col_stream=1,col_l=1 0 0 14 0
-echo "cuda_emu scans: $n runs, $fail failed"
-exit $fail
+emu_report "cuda_emu scans"
