@@ -60,6 +60,79 @@ void sf_cg_ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint
 
 typedef void (*elem_body)(sf_cg_ectx *e, void *arg);
 
+/* The elements a thread takes at a time in a batched element-wise kernel: 32 bytes of its
+ * narrowest input (2 to 16 elements; 4 with no input).  A grid-stride loop of one element
+ * a step keeps one load a thread in flight: 8 KB an SM of float32 at 2048 threads, 4 KB
+ * of bfloat16, where the H200 needs about 30 KB at its copy rate.  With batches the
+ * kernels take 48-64 registers (4-5 blocks an SM), so 20-64 KB (NOTES session 37).
+ * Tuning elem_u=N sets it; elem_u=1: one element a step, the kernel of before. */
+static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used) {
+    int narrow = 0;
+    for (int i = 0; i < k->nops; i++) {
+        if (!(used >> i & 1u) || k->ops[i].out || k->ops[i].mode != SF_CUOP_ITER) continue;
+        int sz = (int)scanfuse_dtype_size(g->f->values[k->ops[i].value].dtype);
+        if (narrow == 0 || sz < narrow) narrow = sz;
+    }
+    int u = narrow ? 32 / narrow : 4;
+    u = sf_cg_tune("elem_u", u < 2 ? 2 : u > 16 ? 16 : u);
+    return u < 1 ? 1 : u > 16 ? 16 : u;
+}
+
+/* One path of a batched element-wise kernel (emit_elem_kernel): U elements of the
+ * grid-stride loop a step, i0 + kk * S for kk < U.  Every load of the batch first (the
+ * ITER inputs into r<op>[kk]), then the elements' values (the body emitted in vector
+ * mode: loads read r<op>[kk], stores write w<op>[kk]), then every store: the loads of
+ * the next elements no longer wait behind the previous element's store, which may
+ * alias them as far as the compiler knows.  contig: every ITER operand is contiguous,
+ * its offset the linear index; else each offset from the element's coordinates (the
+ * outputs' kept for the stores). */
+static void emit_elem_path(sf_cg *g, const sf_cuda_kernel *k, uint32_t used, bool coords, const char *vbody,
+                           bool contig) {
+    sf_buf *src = g->src;
+    const scanfuse_fusion *f = g->f;
+    /* the strided path takes its U elements US at a time (the coordinates' 64-bit
+     * divisions of a whole batch held ~110 registers a thread, against ~40 for the
+     * contiguous path's batch of 8 float32 elements) */
+    const char *u = contig ? "U" : "US";
+    if (!contig)
+        sf_buf_puts(src, "#pragma unroll 1\nfor (int sb = 0; sb < U; sb += US) {\nconst i64 i1 = i0 + sb * S;\n");
+    const char *base = contig ? "i0" : "i1";
+    for (int i = 0; i < k->nops; i++) {
+        if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[i].value].dtype);
+        sf_buf_printf(src, "%s %c%d[%s];\n", raw, k->ops[i].out ? 'w' : 'r', i, u);
+        if (!contig && k->ops[i].out) sf_buf_printf(src, "i64 o%d[US];\n", i);
+    }
+    sf_buf_printf(src, "#pragma unroll\nfor (int kk = 0; kk < %s; ++kk) {\nconst i64 i = %s + kk * S;\nif (i >= N) break;\n", u, base);
+    if (!contig) sf_cg_coords(src, "c", "i", k->ndim, sf_cg_iota_dims, k->shape);
+    for (int i = 0; i < k->nops; i++) {
+        if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[i].value].dtype);
+        if (k->ops[i].out) {
+            if (contig) continue;
+            sf_buf_printf(src, "o%d[kk] = ", i);
+        } else {
+            sf_buf_printf(src, "r%d[kk] = ((const %s*)a.ptr[%d])[", i, raw, i);
+        }
+        if (contig) sf_buf_puts(src, "i");
+        else sf_cg_offset(src, "c", i, k->ndim, sf_cg_iota_dims, k->shape);
+        sf_buf_puts(src, k->ops[i].out ? ";\n" : "];\n");
+    }
+    sf_buf_printf(src, "}\n#pragma unroll\nfor (int kk = 0; kk < %s; ++kk) {\nconst i64 i = %s + kk * S;\nif (i >= N) break;\n(void)i;\n",
+                  u, base);
+    if (coords) sf_cg_coords(src, "c", "i", k->ndim, sf_cg_iota_dims, k->shape);
+    sf_buf_puts(src, vbody);
+    sf_buf_printf(src, "}\n#pragma unroll\nfor (int kk = 0; kk < %s; ++kk) {\nconst i64 i = %s + kk * S;\nif (i >= N) break;\n(void)i;\n",
+                  u, base);
+    for (int i = 0; i < k->nops; i++) {
+        if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER || !k->ops[i].out) continue;
+        const char *raw = sf_cg_rawtype(f->values[k->ops[i].value].dtype);
+        if (contig) sf_buf_printf(src, "((%s*)a.ptr[%d])[i] = w%d[kk];\n", raw, i, i);
+        else sf_buf_printf(src, "((%s*)a.ptr[%d])[o%d[kk]] = w%d[kk];\n", raw, i, i, i);
+    }
+    sf_buf_puts(src, contig ? "}\n" : "}\n}\n");
+}
+
 /* Appends an element-wise kernel over k's shape: a grid-stride loop whose body `body`
  * writes through the element context.  With fast = true, the offsets of the ITER
  * operands are the linear index when the run finds every one of them contiguous (one
@@ -91,6 +164,49 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         if (!(e.used_ops >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
         any_off = true;
         if (fast) k->fast_mask |= 1u << i;
+    }
+    /* the bodies that take a fast path (pointwise groups, copies, arange/iota) also take
+     * batches: emitted again in vector mode, the same values and operands */
+    int U = fast ? elem_batch(g, k, e.used_ops) : 1;
+    if (U > 1) {
+        sf_buf vb = {0};
+        done = sf_malloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));
+        if (!done) {
+            free(bb.data);
+            return false;
+        }
+        sf_cg_ectx ev;
+        sf_cg_ectx_init(&ev, g, k, &vb, done, 0);
+        ev.coord = elem_coord;
+        ev.off = elem_off;
+        ev.vec = true;
+        body(&ev, arg);
+        free(done);
+        free(bb.data);
+        if (ev.overflow) {
+            free(vb.data);
+            return false;
+        }
+        SF_ASSERT(ev.used_ops == e.used_ops);
+        /* blocks of 256 threads, U elements a thread a step */
+        blocks = (n + 256 * U - 1) / (256 * U);
+        k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
+        sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
+        sf_buf_printf(src, "constexpr int U = %d, US = %d;\nconst i64 N = %lldll, S = (i64)gridDim.x * 256;\n", U,
+                      U % 2 == 0 ? 2 : 1, (long long)n);
+        if (k->fast_mask)
+            sf_buf_printf(src, "const bool fast = (a.flags & %uu) == %uu;\n", k->fast_mask, k->fast_mask);
+        sf_buf_puts(src, "for (i64 i0 = (i64)blockIdx.x * 256 + threadIdx.x; i0 < N; i0 += S * U) {\n");
+        if (k->fast_mask) {
+            sf_buf_puts(src, "if (fast) {\n");
+            emit_elem_path(g, k, e.used_ops, ev.used_coords, vb.data ? vb.data : "", true);
+            sf_buf_puts(src, "} else {\n");
+        }
+        emit_elem_path(g, k, e.used_ops, ev.used_coords, vb.data ? vb.data : "", false);
+        if (k->fast_mask) sf_buf_puts(src, "}\n");
+        sf_buf_puts(src, "}\n}\n\n");
+        free(vb.data);
+        return true;
     }
     if (!k->fast_mask) fast = false;
     sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
@@ -149,6 +265,11 @@ static void body_pointwise(sf_cg_ectx *e, void *arg) {
  * layouts are not needed: those alias). */
 static void body_copy(sf_cg_ectx *e, void *arg) {
     (void)arg;
+    if (e->vec) { /* a batch's elements (emit_elem_batched): raw, as loaded */
+        e->used_ops |= 3u;
+        sf_buf_puts(e->b, "w1[kk] = r0[kk];\n");
+        return;
+    }
     scanfuse_dtype dt = e->g->f->values[e->k->ops[0].value].dtype;
     const char *s = sf_cg_sfx(dt);
     sf_buf_printf(e->b, "sf_st_%s(a.ptr[1], ", s);

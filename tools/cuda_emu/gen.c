@@ -1,8 +1,10 @@
-/* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks its first
- * SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, run as a grid of
- * one block, which then takes every tile in turn), writes the full CUDA source (src.cu), the
- * parameter layout the launcher would pack (launch.inc: every buffer contiguous), the
- * block size (nt), random inputs and the reference's outputs.
+/* tools/cuda_emu/gen.c — the emulator's driver, part 1 (run.sh): plans a program, picks
+ * its first SMALL kernel (or with EMU_SCAN=1 its first row or column scan kernel, run as
+ * a grid of one block, which then takes every tile in turn; EMU_RED=1 its first
+ * reduction kernel and the kernel combining its splits; EMU_ELEM=1 its first
+ * element-wise kernel), writes the full CUDA source (src.cu), the parameter layout the
+ * launcher would pack (launch.inc: every buffer contiguous), the block size (nt), random
+ * inputs and the reference's outputs.
  * Usage: gen PROGRAM DIR [irange] [ties] [seed] */
 #include "cuda_codegen.h"
 #include <math.h>
@@ -56,6 +58,12 @@ static void sf_args_words(FILE *fl, const scanfuse_fusion *f, const sf_cuda_kern
             for (int d = fv->ndim - 1; d >= 0; d--) { cs[d] = acc; acc *= fv->shape[d]; }
             int lead = kn - fv->ndim;
             bool contig = true;
+            if (K->ops[op].mode == SF_CUOP_OWN) { /* its own dims (a gather's source) */
+                for (int d = 0; d < fv->ndim; d++) stv[d] = cs[d];
+                flags |= (int64_t)1 << op;
+                for (int d = 0; d < 8; d++) fprintf(fl, "{W_CONST, %lld, 0},\n", (long long)stv[d]);
+                continue;
+            }
             for (int d = kn - 1; d >= 0; d--) {
                 int j = d - lead;
                 stv[d] = (j < 0 || fv->shape[j] == 1) ? 0 : cs[j];
@@ -85,18 +93,24 @@ int main(int argc, char **argv) {
     sf_cuda_plan *pl; char msg[512];
     if (sf_cuda_plan_build(p, 90, 132, &pl, msg, sizeof msg) != SCANFUSE_OK) { printf("plan: %s\n", msg); return 1; }
     /* EMU_RED=1: a reduction kernel, and the kernel that combines its splits after it;
-     * both take sf_args, as the scans do, so "scan" below means an sf_args kernel */
+     * EMU_ELEM=1: an element-wise kernel of a segment (not an output's copy).  They take
+     * sf_args, as the scans do, so "scan" below means an sf_args kernel. */
     const bool red = getenv("EMU_RED") && getenv("EMU_RED")[0] == '1';
-    const bool scan = red || (getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1');
+    const bool elem = getenv("EMU_ELEM") && getenv("EMU_ELEM")[0] == '1';
+    const bool scan = red || elem || (getenv("EMU_SCAN") && getenv("EMU_SCAN")[0] == '1');
     /* EMU_NTH=n: the n-th such kernel (default 1) */
     int nth = getenv("EMU_NTH") ? atoi(getenv("EMU_NTH")) : 1, ki = -1;
     for (int i = 0; i < pl->nkernels && ki < 0; i++) {
         const sf_cuda_kkind kd = pl->k[i].kind;
         if (red ? kd == SF_CUK_RED_BLOCK || kd == SF_CUK_RED_WARP || kd == SF_CUK_RED_THREAD
+                : elem ? kd == SF_CUK_ELEM && pl->k[i].seg >= 0 && !pl->k[i].small_sub
                 : scan ? kd == SF_CUK_SCAN_ROW || kd == SF_CUK_SCAN_COL : kd == SF_CUK_SMALL)
             if (--nth == 0) ki = i;
     }
-    if (ki < 0) { printf(red ? "no reduction kernel\n" : scan ? "no block scan kernel\n" : "no small kernel\n"); return 2; }
+    if (ki < 0) {
+        printf(red ? "no reduction kernel\n" : elem ? "no element-wise kernel\n" : scan ? "no block scan kernel\n" : "no small kernel\n");
+        return 2;
+    }
     const sf_cuda_kernel *K = &pl->k[ki];
     const int fin = red && ki + 1 < pl->nkernels && pl->k[ki + 1].kind == SF_CUK_RED_FINISH ? ki + 1 : -1;
     if (fin >= 0 && pl->k[fin].block != K->block) { printf("finish kernel of another block size\n"); return 2; }
@@ -164,7 +178,8 @@ int main(int argc, char **argv) {
     FILE *fl = fopen(path, "w");
     if (scan)
         fprintf(fl, "#define KERNEL k%d\n#define PARAM sf_args\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID 1\n%s",
-                ki, (long long)pl->scratch_bytes, (int)st, red ? "" : "#define EMU_SCAN_K 1\n");
+                ki, (long long)pl->scratch_bytes, (int)st,
+                elem ? "#define EMU_EXPECT_ERR 1\n" : red ? "" : "#define EMU_SCAN_K 1\n");
     else
         fprintf(fl, "#define KERNEL k%d\n#define PARAM SfP_k%d\n#define SCRATCH %lld\n#define REF_STATUS %d\n#define GRID %u\n",
                 ki, ki, (long long)pl->scratch_bytes, (int)st, pl->k[ki].grid);

@@ -12,7 +12,8 @@
 # reference failed and the error slots are printed).  EMU_SCAN=1: the first row or column scan
 # kernel instead, as a grid of one block (scans.sh runs a set of them under tunings).
 # EMU_RED=1: the first reduction kernel instead, then the kernel that combines its splits
-# (if any), each as a grid of one block (reductions.sh).
+# (if any), each as a grid of one block (reductions.sh).  EMU_ELEM=1: the first
+# element-wise kernel of a segment, as a grid of one block (elementwise.sh).
 # EMU_OUT=DIR: the outputs also written to DIR/v<id>.out (A/B runs of two builds).
 # EMU_MAG=1: float64 outputs within 2^-40 of their sum|x| (the reference run on |x|)
 # count as equal: float64 sums are summed in double (sum programs only).
