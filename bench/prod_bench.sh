@@ -1,6 +1,6 @@
 #!/bin/bash
-# prod_bench.sh — float cumprod and prod, cummax and the other reductions through
-# `scanfuse bench`, each case timed (median of --repeat, every run waited for) against a
+# prod_bench.sh — float cumprod and prod, cummax, the other reductions and pointwise
+# kernels through `scanfuse bench`, each case timed (median of --repeat, every run waited for) against a
 # copy of the same bytes in the same process (column "ratio"), for one or two builds side
 # by side: the products' state is a double and a carried power of two (sf_prodx, 16
 # bytes on the GPU) since session 34, so this measures what that costs against a build
@@ -61,6 +61,13 @@ case_ max_sq_f32_d1 "input x: float32[$side, $side]\ny = max(x, dim=1)\noutput y
 case_ mean_sq_bf16_d1 "input x: bfloat16[$side, $side]\ny = mean(x, dim=1)\noutput y\n"
 case_ argmax_sq_f32_d1 "input x: float32[$side, $side]\ny = argmax(x, dim=1)\noutput y\n"
 case_ sum_sq_i32_d1 "input x: int32[$side, $side]\ny = sum(x, dim=1)\noutput y\n"
+# pointwise kernels (session 37: batches of elements a thread, elem_u): contiguous
+# operands, a broadcast weight (the strided path), a 16-bit cast chain, int64
+case_ pw_exp_1d_f32 "input x: float32[$big]\ny = exp(x)\noutput y\n"
+case_ pw_muladd_f32 "input x: float32[$side, $side]\ninput w: float32[$side, $side]\ny = add(mul(x, w), 1.5)\noutput y\n"
+case_ pw_muladd_bc_f32 "input x: float32[$side, $side]\ninput w: float32[$side]\ny = add(mul(x, w), 1.5)\noutput y\n"
+case_ pw_cast_bf16 "input x: bfloat16[$big]\ny = cast(mul(cast(x, float32), 2.0), bfloat16)\noutput y\n"
+case_ pw_add_1d_i64 "input x: int64[$big]\ny = add(x, 3)\noutput y\n"
 # WRITE_CASES=DIR: only write the cases' fusion files there (bench/warm_cache.sh)
 if [ -n "${WRITE_CASES:-}" ]; then
     mkdir -p "$WRITE_CASES" && cp "$D"/*.sf "$WRITE_CASES"/

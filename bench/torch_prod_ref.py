@@ -45,10 +45,18 @@ CASES = [
     ("mean_sq_bf16_d1", "mean", torch.bfloat16, (SIDE, SIDE), 1),
     ("argmax_sq_f32_d1", "argmax", torch.float32, (SIDE, SIDE), 1),
     ("sum_sq_i32_d1", "sum", torch.int32, (SIDE, SIDE), 1),
+    ("pw_exp_1d_f32", "exp", torch.float32, (BIG,), None),
+    ("pw_muladd_f32", "muladd", torch.float32, (SIDE, SIDE), None),
+    ("pw_muladd_bc_f32", "muladd_bc", torch.float32, (SIDE, SIDE), None),
+    ("pw_cast_bf16", "cast2", torch.bfloat16, (BIG,), None),
+    ("pw_add_1d_i64", "add3", torch.int64, (BIG,), None),
 ]
 # reductions: the output's element size (torch.sum of int32 gives int64, argmax int64;
 # scanfuse's sum of int32 is int64 as well)
 REDUCTIONS = {"prod", "sum", "amax", "mean", "argmax"}
+# pointwise (x * w + 1.5 with w of x's shape or broadcast along the rows; a bfloat16
+# cast chain as scanfuse computes it; moved bytes: inputs plus the output)
+POINTWISE = {"exp", "muladd", "muladd_bc", "cast2", "add3"}
 
 
 def median_seconds(fn, repeat):
@@ -92,6 +100,13 @@ def main():
         if op == "cumprod":
             fn = lambda: torch.cumprod(x, dim)
             out_bytes = x.numel() * x.element_size()
+        elif op in POINTWISE:
+            w = make_input(dtype, shape if op == "muladd" else shape[-1:], gen)
+            fn = {"exp": lambda: torch.exp(x), "muladd": lambda: x * w + 1.5, "muladd_bc": lambda: x * w + 1.5,
+                  "cast2": lambda: (x.float() * 2.0).bfloat16(), "add3": lambda: x + 3}[op]
+            out_bytes = x.numel() * x.element_size()
+            if op.startswith("muladd"):  # the second input too, as scanfuse counts it
+                out_bytes += w.numel() * w.element_size()
         elif op in REDUCTIONS:
             f = getattr(torch, op)
             fn = (lambda: f(x)) if dim is None else (lambda: f(x, dim))
