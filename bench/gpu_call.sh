@@ -17,6 +17,7 @@
 # the bytes);
 # "cub": CUB's DeviceScan on the same shapes beside a copy (bench/cub_scan_ref.sh; carry
 # build/cub_scan_ref where the GPU machine has no nvcc);
+# "ops": reductions and pointwise kernels, defaults against OPS_TUNES, PyTorch beside;
 # (PyTorch side by side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -116,6 +117,18 @@ for s in $stages; do
                done
                rm -rf "$td" "$OUT/trace.bin" ;;
         cub) timeout ${CUB_TIMEOUT:-120} bash bench/cub_scan_ref.sh ;; # CUB's DeviceScan beside a copy
+        ops) # reductions and pointwise kernels (session 37's batches) beside PyTorch:
+             # prod_bench.sh's OPS_CASES under the defaults and each OPS_TUNES variant (by
+             # default red_u=1,elem_u=1, the kernels of before), then torch_prod_ref.py
+             [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
+             oc=${OPS_CASES:-^(sum|max|mean|argmax|prod_sq|pw_)}
+             for tv in default ${OPS_TUNES-red_u=1,elem_u=1}; do
+                 [ "$tv" = default ] && t="" || t=$tv
+                 SCANFUSE_CUDA_TUNE=$t REPEAT=${REPEAT:-15} CASES=$oc timeout ${OPS_TIMEOUT:-200} \
+                     bash bench/prod_bench.sh cuda build-gpu/scanfuse
+             done
+             timeout ${OPS_TIMEOUT:-200} python3 bench/torch_prod_ref.py --repeat ${REPEAT:-15} --cases "$oc" \
+                 --json "$OUT/torch_ops_ref.jsonl" ;;
         cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}

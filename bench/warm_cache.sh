@@ -1,7 +1,8 @@
 #!/bin/bash
 # warm_cache.sh — fills the kernel cache for a device call on a machine without a GPU:
 # every CUDA kernel of the examples, of gpu_probe_rows.py, of prod_bench.sh and of gpu_cli_bench.sh's cases (with each tuning
-# variant named in TUNES / COLTUNES, as that script would run them), compiled offline by
+# variant named in TUNES / COLTUNES, as that script would run them; prod_bench's
+# reduction and pointwise cases under OPS_TUNES too), compiled offline by
 # NVRTC for sm_90 (tools/cuda_warm.c), then packed as build-cudacache.tar.xz, which
 # bench/gpu_call.sh unpacks on the GPU machine (carry it: it is small, the images
 # compress ~25x).  test_cuda's programs: SF_CUDA_TEST_GEN_ONLY=1 build/test_cuda with the
@@ -24,6 +25,12 @@ for tv in ${TUNES:-}; do
     esac
 done
 for tv in ${COLTUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/*_d0.sf; done
+# OPS_TUNES: prod_bench's reduction and pointwise cases under each variant (gpu_call.sh's
+# "ops" stage; by default the one-load-at-a-time kernels of before session 37)
+for tv in ${OPS_TUNES-red_u=1,elem_u=1}; do
+    SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/prod/sum_*.sf "$W"/prod/max_*.sf "$W"/prod/mean_*.sf "$W"/prod/argmax_*.sf \
+        "$W"/prod/prod_sq*.sf "$W"/prod/pw_*.sf
+done
 # PROBE_TUNES: the probe's cases under each variant (gpu_probe_rows.py run with
 # SCANFUSE_CUDA_TUNE set checks a variant against float64 before it is timed)
 for tv in ${PROBE_TUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/probe/*.sf; done
