@@ -136,8 +136,10 @@ static void emit_elem_path(sf_cg *g, const sf_cuda_kernel *k, uint32_t used, boo
 /* Appends an element-wise kernel over k's shape: a grid-stride loop whose body `body`
  * writes through the element context.  With fast = true, the offsets of the ITER
  * operands are the linear index when the run finds every one of them contiguous (one
- * uniform branch; the body itself is emitted once).  Returns false when an operand did
- * not fit. */
+ * uniform branch), and the loop takes batches of elem_batch elements a thread
+ * (emit_elem_path; the body emitted a second time, in vector mode), with the one-element
+ * loop kept under SF_ELEM_ONE for the SMALL kernels' copies.  Returns false when an
+ * operand did not fit. */
 static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool fast) {
     sf_buf *src = g->src;
     int ki = (int)(k - g->pl->k);
@@ -182,8 +184,8 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         ev.vec = true;
         body(&ev, arg);
         free(done);
-        free(bb.data);
         if (ev.overflow) {
+            free(bb.data);
             free(vb.data);
             return false;
         }
@@ -192,6 +194,10 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         blocks = (n + 256 * U - 1) / (256 * U);
         k->grid = sf_cg_grid(blocks < cap ? blocks : cap);
         sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
+        /* a SMALL kernel's copy of this body (cuda_small.c, emit_copy) defines
+         * SF_ELEM_ONE: its phases read a few KB from L2, and the batches' registers
+         * would spill in its 1024-thread block */
+        sf_buf_puts(src, "#if !SF_ELEM_ONE\n");
         sf_buf_printf(src, "constexpr int U = %d, US = %d;\nconst i64 N = %lldll, S = (i64)gridDim.x * 256;\n", U,
                       U % 2 == 0 ? 2 : 1, (long long)n);
         if (k->fast_mask)
@@ -204,12 +210,13 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         }
         emit_elem_path(g, k, e.used_ops, ev.used_coords, vb.data ? vb.data : "", false);
         if (k->fast_mask) sf_buf_puts(src, "}\n");
-        sf_buf_puts(src, "}\n}\n\n");
+        sf_buf_puts(src, "}\n#else\n");
         free(vb.data);
-        return true;
+    } else {
+        sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
     }
+    /* one element a step */
     if (!k->fast_mask) fast = false;
-    sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
     if (fast)
         sf_buf_printf(src, "const bool fast = (a.flags & %uu) == %uu;\n", k->fast_mask, k->fast_mask);
     sf_buf_printf(src, "for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < %lldll; i += (i64)gridDim.x * 256) {\n",
@@ -238,7 +245,7 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         if (fast) sf_buf_puts(src, "}\n");
     }
     if (bb.data) sf_buf_puts(src, bb.data);
-    sf_buf_puts(src, "}\n}\n\n");
+    sf_buf_puts(src, U > 1 ? "}\n#endif\n}\n\n" : "}\n}\n\n");
     free(bb.data);
     return true;
 }
@@ -265,7 +272,7 @@ static void body_pointwise(sf_cg_ectx *e, void *arg) {
  * layouts are not needed: those alias). */
 static void body_copy(sf_cg_ectx *e, void *arg) {
     (void)arg;
-    if (e->vec) { /* a batch's elements (emit_elem_batched): raw, as loaded */
+    if (e->vec) { /* a batch's elements (emit_elem_path): raw, as loaded */
         e->used_ops |= 3u;
         sf_buf_puts(e->b, "w1[kk] = r0[kk];\n");
         return;

@@ -639,6 +639,8 @@ static bool find_kernel(const char *src, size_t from, int i, size_t *body, size_
  * SF_VGRID and blockIdx.x 0: the grid-stride loops written for 256-thread blocks cover
  * the space once, in whichever block of the small kernel runs the phase). */
 static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i) {
+    /* an element-wise body's one-element loop (emit_elem_kernel), not its batches */
+    sf_buf_puts(out, "#define SF_ELEM_ONE 1\n");
     sf_buf_printf(out, "static __device__ __forceinline__ void k%d_d(const sf_args& a) ", i);
     const char *p = src + body, *end = src + e;
     while (p < end) {
@@ -653,7 +655,7 @@ static void emit_copy(sf_buf *out, const char *src, size_t body, size_t e, int i
         sf_buf_printf(out, "%.*s%s", (int)(hit - p), p, hit == g ? "SF_VGRID" : "0");
         p = hit + (hit == g ? 9 : 10);
     }
-    sf_buf_puts(out, "\n\n");
+    sf_buf_puts(out, "\n#undef SF_ELEM_ONE\n\n");
 }
 
 /* The local sf_args of sub-kernel k from the parameter words from *w on (advanced). */
