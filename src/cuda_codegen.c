@@ -61,12 +61,12 @@ void sf_cg_ectx_init(sf_cg_ectx *e, sf_cg *g, sf_cuda_kernel *k, sf_buf *b, uint
 typedef void (*elem_body)(sf_cg_ectx *e, void *arg);
 
 /* The elements a thread takes at a time in a batched element-wise kernel: 32 bytes of its
- * narrowest input (2 to 16 elements; 4 with no input).  A grid-stride loop of one element
+ * narrowest input (2 to 16 elements; 4 with no input; 1: the one-element loop).  A grid-stride loop of one element
  * a step keeps one load a thread in flight: 8 KB an SM of float32 at 2048 threads, 4 KB
  * of bfloat16, where the H200 needs about 30 KB at its copy rate.  With batches the
  * kernels take 48-64 registers (4-5 blocks an SM), so 20-64 KB (NOTES session 37).
  * Tuning elem_u=N sets it; elem_u=1: one element a step, the kernel of before. */
-static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used) {
+static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used, int64_t n) {
     int narrow = 0;
     for (int i = 0; i < k->nops; i++) {
         if (!(used >> i & 1u) || k->ops[i].out || k->ops[i].mode != SF_CUOP_ITER) continue;
@@ -74,7 +74,12 @@ static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used) {
         if (narrow == 0 || sz < narrow) narrow = sz;
     }
     int u = narrow ? 32 / narrow : 4;
-    u = sf_cg_tune("elem_u", u < 2 ? 2 : u > 16 ? 16 : u);
+    /* ... but no fewer threads than fill the GPU (2048 an SM): a small kernel's batches
+     * would put its few elements' latency chains on fewer multiprocessors (DeepSeek's
+     * 32768 router scores: 8 blocks of 16 sigmoids a thread instead of 128 blocks) */
+    const int64_t fill = (int64_t)(g->sms > 0 ? g->sms : 132) * 2048;
+    if (u > n / fill) u = (int)(n / fill);
+    u = sf_cg_tune("elem_u", u < 1 ? 1 : u > 16 ? 16 : u);
     return u < 1 ? 1 : u > 16 ? 16 : u;
 }
 
@@ -169,7 +174,7 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
     }
     /* the bodies that take a fast path (pointwise groups, copies, arange/iota) also take
      * batches: emitted again in vector mode, the same values and operands */
-    int U = fast ? elem_batch(g, k, e.used_ops) : 1;
+    int U = fast ? elem_batch(g, k, e.used_ops, n) : 1;
     if (U > 1) {
         sf_buf vb = {0};
         done = sf_malloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));

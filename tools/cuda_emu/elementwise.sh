@@ -8,7 +8,7 @@
 # noflags 1 below takes the strided path instead), gathers fused into the chain, several
 # outputs, integer division by zero (its error slot), sizes that end mid-batch and ones
 # under a block; special values (ties 1) and the strided path for every operand (noflags
-# 1); elem_u 1 (one element a step), 3 and the default.
+# 1); one element a step (the default at these sizes) and batches of 3, 5, 8 and 16.
 # No GPU needed: a CTest (cuda_emu_elementwise) when g++ is there.  BUILD (default:
 # build) holds libscanfuse.a.  Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,14 +30,20 @@ prog sel 'input x: float32[2000]\ninput c: bool[2000]\ny = where(logical_and(c, 
 prog gat 'input x: float32[500, 16]\ninput i: int64[700]\ny = add(index_select(x, 0, i), 1.0)\noutput y\n'
 prog tiny 'input x: float32[5, 7]\ny = sqrt(abs(x))\noutput y\n'
 prog ar 'input x: float32[4099]\ny = mul(x, arange(0, 4099, dtype=float32))\noutput y\n'
+# (these sizes are under the GPU's 270336 threads, so by default one element a step:
+# elem_u sets the batches)
 for p in f32bc exp b16 f64 ints sel tiny ar; do
-    for tune in pdl=1 elem_u=1 elem_u=3; do emu $p $tune; done
-    emu $p pdl=1 0 1 0 0   # special values (NaN, infinities, signed zeros)
-    emu $p pdl=1 0 0 0 1   # strided
+    for tune in pdl=1 elem_u=3 elem_u=8 elem_u=16; do emu $p $tune; done
+    emu $p elem_u=8 0 1 0 0   # special values (NaN, infinities, signed zeros)
+    emu $p elem_u=8 0 0 0 1   # strided
 done
+# past the threshold: batches by default (2 here)
+prog big 'input x: bfloat16[600001]\ninput w: float32[600001]\ny = mul(cast(x, float32), w)\noutput y\n'
+emu big pdl=1
+emu big pdl=1 0 0 0 1
 # division by zero (integers in -20..20: the kernel must set its error slot), a gather's
 # indices in range (irange 500; out of range, a check kernel of its own reports them)
-for tune in pdl=1 elem_u=1 elem_u=5; do
+for tune in pdl=1 elem_u=5 elem_u=16; do
     emu div0 $tune
     emu gat $tune 500 0 0 0
     emu gat $tune 500 0 0 1
