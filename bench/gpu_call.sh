@@ -127,8 +127,9 @@ for s in $stages; do
                  SCANFUSE_CUDA_TUNE=$t REPEAT=${REPEAT:-15} CASES=$oc timeout ${OPS_TIMEOUT:-200} \
                      bash bench/prod_bench.sh cuda build-gpu/scanfuse
              done
+             # (OPS_COMPILE=1: torch.compile too, ~5-20 s of compiling a case)
              timeout ${OPS_TIMEOUT:-200} python3 bench/torch_prod_ref.py --repeat ${REPEAT:-15} --cases "$oc" \
-                 --json "$OUT/torch_ops_ref.jsonl" ;;
+                 ${OPS_COMPILE:+--compile} --json "$OUT/torch_ops_ref.jsonl" ;;
         cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}

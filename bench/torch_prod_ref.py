@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """torch_prod_ref.py: PyTorch's side of bench/prod_bench.sh on a CUDA GPU.
 
-Times torch.cumprod, torch.cummax, torch.cummin and the reductions (torch.prod, sum,
-amax, mean, argmax; eager, CUDA events,
-median of --repeat calls after 3 warm-up calls) on prod_bench.sh's cuda cases, each
-beside a device-to-device copy of the same bytes (inputs read plus outputs written,
-as `scanfuse bench` counts them) timed in the same process, and prints a table and one
-JSON line per case (--json appends them to a file).  Needs PyTorch with CUDA.
-    python3 bench/torch_prod_ref.py [--repeat N] [--json FILE] [--cases REGEX]
+Times torch.cumprod, torch.cummax, torch.cummin, the reductions (torch.prod, sum, amax,
+mean, argmax) and the pointwise expressions (eager: one kernel an op; with --compile
+also torch.compile, which fuses them) on prod_bench.sh's cuda cases, CUDA events,
+median of --repeat calls after 3 warm-up calls, each beside a device-to-device copy of
+the same bytes (inputs read plus outputs written, as `scanfuse bench` counts them)
+timed in the same process, and prints a table and one JSON line per case and
+implementation (--json appends them to a file).  Needs PyTorch with CUDA.
+    python3 bench/torch_prod_ref.py [--repeat N] [--json FILE] [--cases REGEX] [--compile]
 """
 import argparse
 import json
@@ -85,6 +86,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--json", default="")
     ap.add_argument("--cases", default="", help="only the cases this regular expression finds")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time torch.compile of each case (a compile of ~5-20 s a case)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_prod_ref: no CUDA device", file=sys.stderr)
@@ -92,7 +95,7 @@ def main():
     gen = torch.Generator(device="cuda")
     gen.manual_seed(35)
     rows = []
-    print("%-26s %12s %12s %8s" % ("case", "torch (us)", "copy (us)", "ratio"))
+    print("%-26s %-13s %12s %12s %8s" % ("case", "impl", "torch (us)", "copy (us)", "ratio"))
     for label, op, dtype, shape, dim in CASES:
         if not re.search(args.cases, label):
             continue
@@ -118,15 +121,19 @@ def main():
             fn = lambda: f(x, dim)
             out_bytes = x.numel() * (x.element_size() + 8)
         moved = x.numel() * x.element_size() + out_bytes
-        t = median_seconds(fn, args.repeat)
         src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)
-        tc = median_seconds(lambda: dst.copy_(src), args.repeat)
-        rec = {"case": label, "impl": "torch_eager", "torch": torch.__version__, "seconds": t,
-               "copy_seconds": tc, "moved_bytes": moved, "ratio": tc / t,
-               "device": torch.cuda.get_device_name()}
-        rows.append(rec)
-        print("%-26s %12.1f %12.1f %8.3f" % (label, t * 1e6, tc * 1e6, tc / t))
+        impls = [("torch_eager", fn)]
+        if args.compile:  # a function of its own, so each case compiles once
+            impls.append(("torch_compile", torch.compile(lambda: fn())))
+        for impl, f_ in impls:
+            t = median_seconds(f_, args.repeat)
+            tc = median_seconds(lambda: dst.copy_(src), args.repeat)
+            rec = {"case": label, "impl": impl, "torch": torch.__version__, "seconds": t,
+                   "copy_seconds": tc, "moved_bytes": moved, "ratio": tc / t,
+                   "device": torch.cuda.get_device_name()}
+            rows.append(rec)
+            print("%-26s %-13s %12.1f %12.1f %8.3f" % (label, impl, t * 1e6, tc * 1e6, tc / t))
         del x, src, dst
     if args.json:
         with open(args.json, "a") as fh:
