@@ -175,6 +175,21 @@ static inline void sf_cpu_sum2_add(double *s, double *c, double x) {
     *s = t;
 }
 
+/* A reduction's float sum over one output's run of reduced elements (row mode) of more
+ * than SF_SUM_LANES_MIN elements: SF_SUM_LANES compensated chains side by side (SIMD),
+ * the element at position r of the run in lane r % SF_SUM_LANES, folded in lane order at
+ * the end.  The bytes depend on the positions only, not on how a run is cut into tiles
+ * or which ISA runs it; a sequential chain costs an add's latency per element (about 4
+ * cycles), the lanes about one cycle.  Shorter runs (the MoE combine's slots,
+ * cpu_rows.c, among them) keep one sequential chain.
+ *   sf_cpu_sum2_lanes:      adds x[0..K) at positions r0 .. r0+K-1 to the lanes (hi, lo:
+ *                           SF_SUM_LANES each);
+ *   sf_cpu_sum2_lanes_fold: the lanes as one (s, c), as sf_cpu_sum2_add leaves it. */
+#define SF_SUM_LANES 8
+#define SF_SUM_LANES_MIN 64
+void sf_cpu_sum2_lanes(double *hi, double *lo, const double *x, int64_t K, int64_t r0);
+void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, double *c);
+
 /* Normalizes (s, c) into hi + lo with hi = fl(s + c) (TwoSum); false when the sum is
  * not finite (then *hi is that infinity or NaN and *lo is 0). */
 static inline bool sf_cpu_sum2_split(double s, double c, double *hi, double *lo) {

@@ -273,16 +273,28 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
         }
         return;
     }
-    /* one output at a time, runs of its reduced elements */
+    /* one output at a time, runs of its reduced elements (long runs in lanes, as
+     * sf_cpu_reduce sums them) */
+    const bool lanes = sp.rcount > SF_SUM_LANES_MIN;
     while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
         double h = 0.0, l = 0.0;
+        for (int q = 0; q < SF_SUM_LANES; q++) hi[q] = lo[q] = 0.0;
         sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
+        int64_t r = 0;
         while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
             sf_cpu_f32_load(in->data, in->dtype, koffs[0] + roffs[0], sf_cpu_iter_stride(&rit, 0), K, x);
-            for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)x[t]);
+            if (lanes) {
+                double xd[SF_CPU_BLOCK];
+                for (int64_t t = 0; t < K; t++) xd[t] = (double)x[t];
+                sf_cpu_sum2_lanes(hi, lo, xd, K, r);
+            } else {
+                for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)x[t]);
+            }
+            r += K;
         }
-        float r = (float)sf_cpu_sum2_result(h, l, SCANFUSE_FLOAT32);
-        memcpy((char *)out->data + koffs[1] * 4, &r, 4);
+        if (lanes) sf_cpu_sum2_lanes_fold(hi, lo, &h, &l);
+        float r32 = (float)sf_cpu_sum2_result(h, l, SCANFUSE_FLOAT32);
+        memcpy((char *)out->data + koffs[1] * 4, &r32, 4);
     }
 }
 

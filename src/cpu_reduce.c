@@ -33,6 +33,7 @@ typedef enum red_kind {
 } red_kind;
 
 typedef struct red_work {
+    bool lanes; /* row mode, a float sum in SF_SUM_LANES lanes (hi, lo [0, SF_SUM_LANES)) */
     double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK];
     int64_t iv[SF_CPU_BLOCK], idx[SF_CPU_BLOCK];
     double xf[SF_CPU_BLOCK], yf[SF_CPU_BLOCK];
@@ -93,13 +94,13 @@ static void red_init(red_work *w, red_kind k, int64_t m) {
  * AVX-512, whose 64-bit compares vectorize the flags (SSE2 has none). */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define PROD_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define RED_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
 #endif
-#ifndef PROD_CLONES
-#define PROD_CLONES
+#ifndef RED_CLONES
+#define RED_CLONES
 #endif
-PROD_CLONES static void prod_tile_cols(double *restrict hi, int64_t *restrict iv, const double *restrict xf, int64_t K,
+RED_CLONES static void prod_tile_cols(double *restrict hi, int64_t *restrict iv, const double *restrict xf, int64_t K,
                            int64_t m) {
     for (int64_t t = 0; t < K; t++) {
         const double *restrict x = xf + t * m;
@@ -125,6 +126,49 @@ PROD_CLONES static void prod_tile_cols(double *restrict hi, int64_t *restrict iv
     }
 }
 
+/* One sf_cpu_sum2_add per element, lane by lane (cpu.h).  Whole groups of SF_SUM_LANES
+ * go through GCC's vector extension (two AVX2 or one AVX-512 register, or four SSE2
+ * ones): the same IEEE operations in every lane, the infinity test as a mask
+ * (u - u == 0 exactly when u is finite), so every ISA gives the same bytes. */
+typedef double red_v8d __attribute__((vector_size(8 * sizeof(double))));
+typedef int64_t red_v8l __attribute__((vector_size(8 * sizeof(int64_t))));
+_Static_assert(SF_SUM_LANES == 8, "red_v8d holds the lanes");
+RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, const double *restrict x, int64_t K,
+                                  int64_t r0) {
+    int64_t t = 0;
+    for (; t < K && ((r0 + t) % SF_SUM_LANES) != 0; t++) {
+        const int l = (int)((r0 + t) % SF_SUM_LANES);
+        sf_cpu_sum2_add(&hi[l], &lo[l], x[t]);
+    }
+    if (t + SF_SUM_LANES <= K) {
+        red_v8d s, c;
+        memcpy(&s, hi, sizeof s);
+        memcpy(&c, lo, sizeof c);
+        for (; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
+            red_v8d v;
+            memcpy(&v, x + t, sizeof v);
+            const red_v8d u = s + v, bp = u - s;
+            const red_v8d e = (s - (u - bp)) + (v - bp);
+            const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
+            c += (red_v8d)((red_v8l)e & fin);
+            s = u;
+        }
+        memcpy(hi, &s, sizeof s);
+        memcpy(lo, &c, sizeof c);
+    }
+    for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], x[t]);
+}
+
+void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, double *c) {
+    double fs = 0.0, fc = 0.0;
+    for (int l = 0; l < SF_SUM_LANES; l++) {
+        sf_cpu_sum2_add(&fs, &fc, hi[l]);
+        fc += lo[l];
+    }
+    *s = fs;
+    *c = fc;
+}
+
 /* Folds a tile of K reduced positions x m outputs (element q = t*m + j; position t
  * has row-major index r0 + t) into the accumulators.  max/min: once NaN, nothing is
  * > NaN, so the NaN stays.  argmax/argmin: the first NaN wins, otherwise only a
@@ -136,7 +180,10 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     double *restrict hi = w->hi, *restrict lo = w->lo;
     int64_t *restrict iv = w->iv, *restrict idx = w->idx;
     switch (k) {
-    case R_SUM_F: case R_MEAN: TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);) break;
+    case R_SUM_F: case R_MEAN:
+        if (w->lanes) sf_cpu_sum2_lanes(hi, lo, xf, K, r0);
+        else TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);)
+        break;
     case R_SUM_I: TILE_LOOP(iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);) break;
     case R_PROD_F: /* the product is hi * 2^iv (sf_prodx) */
         if (m == 1) {
@@ -288,6 +335,7 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
     int64_t koffs[2], roffs[1], m, K;
     double count = (double)sp.rcount;
 
+    w->lanes = false;
     if (sp.kmin < sp.rmin) {
         /* Column mode: neighbouring outputs advance together, one position per tile. */
         sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
@@ -311,9 +359,10 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
         }
     } else {
         /* Row mode: one output at a time, runs of its reduced elements per tile. */
+        w->lanes = (k == R_SUM_F || k == R_MEAN) && sp.rcount > SF_SUM_LANES_MIN;
         sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
         while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
-            red_init(w, k, 1);
+            red_init(w, k, w->lanes ? SF_SUM_LANES : 1);
             sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
             int64_t r = 0;
             while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
@@ -325,6 +374,7 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
                 red_tile(w, k, K, 1, r);
                 r += K;
             }
+            if (w->lanes) sf_cpu_sum2_lanes_fold(w->hi, w->lo, &w->hi[0], &w->lo[0]);
             red_finish(w, k, out->dtype, count, out, koffs[1], 1, 1);
         }
     }

@@ -22,6 +22,7 @@
  */
 #include "harness.h"
 #include "sf.h"
+#include "cpu.h"
 #include "sweep_util.h"
 
 #include <math.h>
@@ -547,6 +548,126 @@ static void determinism(void) {
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* Row sums in lanes (cpu.h, sf_cpu_sum2_lanes): the bytes depend on the positions only */
+/* ---------------------------------------------------------------------------------- */
+
+/* The primitive: a row of wide-magnitude values (and an infinity) added in one call and
+ * cut at random points into many (start positions not multiples of the lane count)
+ * gives the same lanes, bit for bit; the fold is within DESIGN.md's bound of the exact
+ * sum. */
+static void lanes_primitive(void) {
+    enum { N = 1000 };
+    static double x[N];
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0x1A5Eull);
+    for (int trial = 0; trial < 20; trial++) {
+        xacc ex;
+        memset(&ex, 0, sizeof ex);
+        double mag = 0.0;
+        for (int i = 0; i < N; i++) {
+            x[i] = ldexp(2 * sf_test_rng_uniform(&rng) - 1, (int)sf_test_rng_int(&rng, -30, 30));
+            x[i] = ldexp(round(ldexp(x[i], 100)), -100); /* a multiple of 2^-100: exact in xacc */
+            mag += fabs(x[i]);
+            CHECK(xacc_add(&ex, x[i]));
+        }
+        if (trial == 19) x[N / 2] = INFINITY;
+        double h1[SF_SUM_LANES] = {0}, l1[SF_SUM_LANES] = {0}, h2[SF_SUM_LANES] = {0}, l2[SF_SUM_LANES] = {0};
+        sf_cpu_sum2_lanes(h1, l1, x, N, 0);
+        for (int64_t a = 0; a < N;) {
+            int64_t b = a + (int64_t)sf_test_rng_int(&rng, 1, 45);
+            if (b > N) b = N;
+            sf_cpu_sum2_lanes(h2, l2, x + a, b - a, a);
+            a = b;
+        }
+        CHECKF(memcmp(h1, h2, sizeof h1) == 0 && memcmp(l1, l2, sizeof l1) == 0,
+               "trial %d: the lanes depend on where the row is cut", trial);
+        double s, c;
+        sf_cpu_sum2_lanes_fold(h1, l1, &s, &c);
+        double got = sf_cpu_sum2_result(s, c, SCANFUSE_FLOAT64);
+        if (trial == 19) CHECKF(got == INFINITY, "an infinity in a lane: %g", got);
+        else CHECKF(fabs(got - xacc_value(&ex)) <= ldexp(mag, -40), "trial %d: %.17g, exact %.17g", trial, got,
+                    xacc_value(&ex));
+    }
+}
+
+/* Programs: sum and mean over reduced dims whose elements come as one run (contiguous),
+ * as runs of 37 (every other element), or misaligned, on 1 and 3 threads: the same
+ * bytes; float32 and bfloat16 go through the fused float32 path, float64 and float16
+ * through the generic one (both lanes by position).  A compensated sum hides which lane
+ * took an element almost always, so float64 rows carry a witness that does not: two
+ * +2^1023 in one lane overflow, in two lanes they do not.  (A planted error, lanes by
+ * the position within each run, fails the float64 cases.) */
+static void lanes_layouts(void) {
+    static const scanfuse_dtype dts[] = {SCANFUSE_FLOAT32, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT64, SCANFUSE_FLOAT16};
+    static const char *const calls[] = {"sum(x, dim=[1, 2])", "mean(x, dim=[1, 2])", "sum(x, dim=2)"};
+    const int64_t shape[3] = {3, 7, 37};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+            char text[256];
+            snprintf(text, sizeof text, "input x: %s[3, 7, 37]\ny = %s\noutput y\n", scanfuse_dtype_name(dts[d]),
+                     calls[c]);
+            int64_t oshape[2] = {3, 7};
+            int ond = c == 2 ? 2 : 1;
+            tbuf out0, out;
+            memset(&out0, 0, sizeof out0);
+            memset(&out, 0, sizeof out);
+            bool ok = tb_init(&out0, dts[d], ond, oshape, L_CONTIG) && tb_init(&out, dts[d], ond, oshape, L_CONTIG);
+            static const int layouts[] = {L_CONTIG, L_SLICED, L_MISALIGNED};
+            for (size_t l = 0; l < 3 && ok; l++) {
+                tbuf in;
+                if (!tb_init(&in, dts[d], 3, shape, layouts[l])) {
+                    ok = false;
+                    break;
+                }
+                sf_test_rng rng;
+                sf_test_rng_seed(&rng, 0x5A11ull);
+                /* large values of far-apart magnitudes, each cancelled by its negative
+                 * 100 positions later, among small ones: what remains is the small
+                 * values' sum plus the compensation terms' roundings, which depend on
+                 * the lanes the elements take, so a lane taking another element shows
+                 * in the bytes */
+                const int e = dts[d] == SCANFUSE_FLOAT64 ? 200 : dts[d] == SCANFUSE_FLOAT16 ? 10 : 60;
+                double *v = malloc((size_t)in.numel * sizeof *v);
+                if (!v) {
+                    tb_free(&in);
+                    ok = false;
+                    break;
+                }
+                for (int64_t j = 0; j < in.numel; j++) v[j] = ldexp(2 * sf_test_rng_uniform(&rng) - 1, -e / 4);
+                for (int64_t j = 0; j + 100 < in.numel; j += 2) {
+                    if (j % 259 + 100 >= 259 || j % 259 >= 30) continue; /* within one run, before 36 */
+                    v[j] = ldexp(1.0 + sf_test_rng_uniform(&rng), (int)sf_test_rng_int(&rng, -e, e));
+                    v[j + 100] = -v[j];
+                }
+                /* float64 over [1, 2]: in each output's run, +M at positions 36 and 44
+                 * (one lane, so it overflows) and -M at 47; lanes taken by the position
+                 * within a run of 37 instead would give M */
+                for (int64_t b = 0; dts[d] == SCANFUSE_FLOAT64 && c < 2 && b < in.numel; b += 259) {
+                    v[b + 36] = v[b + 44] = 0x1p1023;
+                    v[b + 47] = -0x1p1023;
+                }
+                for (int64_t j = 0; j < in.numel; j++) sf_store_f64(in.base, tb_offset(&in, j), dts[d], v[j]);
+                free(v);
+                for (int threads = 1; threads <= 3; threads += 2) {
+                    tbuf *o = l == 0 && threads == 1 ? &out0 : &out;
+                    memset(o->base, 0, (size_t)o->numel * o->esize);
+                    ok = run_text(text, threads, &in, o) == SCANFUSE_OK;
+                    if (ok && o == &out)
+                        CHECKF(memcmp(out.base, out0.base, (size_t)out.numel * out.esize) == 0,
+                               "%s %s, %s layout, %d threads: other bytes than contiguous on 1 thread",
+                               scanfuse_dtype_name(dts[d]), calls[c], sw_layout_name(layouts[l]), threads);
+                }
+                tb_free(&in);
+            }
+            CHECKF(ok, "%s %s: did not run", scanfuse_dtype_name(dts[d]), calls[c]);
+            tb_free(&out0);
+            tb_free(&out);
+        }
+    }
+    printf("  row sums in lanes: the same bytes for every cut of the rows, layout and thread count\n");
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* logcumsumexp: special values, and the row and column walks agreeing bit for bit    */
 /* ---------------------------------------------------------------------------------- */
 
@@ -762,6 +883,8 @@ int main(void) {
     int_accuracy();
     printf("determinism:\n");
     determinism();
+    lanes_primitive();
+    lanes_layouts();
     lse_cases();
     prod_cases();
     printf("%.1f s of CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
