@@ -159,6 +159,43 @@ RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, cons
     for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], x[t]);
 }
 
+/* Row-mode max (mx) or min of K values into *h by the scalar rule: a NaN replaces (so the
+ * last NaN stays), otherwise only a strictly greater (smaller) value replaces (so of
+ * equal values the first stays).  The whole groups of 8 are scanned in vector lanes
+ * first; where they hold no NaN and their extreme M is not zero, the rule's result over
+ * them is M itself (the one double with its value: only zeros have two), so that M
+ * enters *h as one element would; otherwise the block goes by the scalar rule. */
+RED_CLONES static void maxmin_row(double *h, const double *restrict x, int64_t K, bool mx) {
+    int64_t t = 0;
+    if (K >= 2 * SF_SUM_LANES) {
+        red_v8d m;
+        memcpy(&m, x, sizeof m);
+        red_v8l nan = m != m;
+        for (t = SF_SUM_LANES; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
+            red_v8d v;
+            memcpy(&v, x + t, sizeof v);
+            nan |= v != v;
+            const red_v8l take = mx ? v > m : v < m;
+            m = (red_v8d)(((red_v8l)v & take) | ((red_v8l)m & ~take));
+        }
+        double M = m[0];
+        bool any_nan = false;
+        for (int l = 0; l < SF_SUM_LANES; l++) {
+            any_nan = any_nan || nan[l] != 0;
+            if (mx ? m[l] > M : m[l] < M) M = m[l];
+        }
+        if (!any_nan && M != 0.0) {
+            if (mx ? M > *h : M < *h) *h = M;
+        } else {
+            t = 0;
+        }
+    }
+    for (; t < K; t++) {
+        const double v = x[t];
+        if (isnan(v) || (mx ? v > *h : v < *h)) *h = v;
+    }
+}
+
 void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, double *c) {
     double fs = 0.0, fc = 0.0;
     for (int l = 0; l < SF_SUM_LANES; l++) {
@@ -194,8 +231,14 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
         }
         break;
     case R_PROD_I: TILE_LOOP(iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);) break;
-    case R_MAX_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;) break;
-    case R_MIN_F: TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x < hi[j]) hi[j] = x;) break;
+    case R_MAX_F:
+        if (m == 1) maxmin_row(&hi[0], xf, K, true);
+        else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;)
+        break;
+    case R_MIN_F:
+        if (m == 1) maxmin_row(&hi[0], xf, K, false);
+        else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x < hi[j]) hi[j] = x;)
+        break;
     case R_MAX_I: TILE_LOOP(if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];) break;
     case R_MIN_I: TILE_LOOP(if (xi[q0 + j] < iv[j]) iv[j] = xi[q0 + j];) break;
     case R_ARGMAX_F:

@@ -667,6 +667,80 @@ static void lanes_layouts(void) {
     printf("  row sums in lanes: the same bytes for every cut of the rows, layout and thread count\n");
 }
 
+/* Row max and min (cpu_reduce.c, maxmin_row: groups of 8 in vector lanes) against the
+ * scalar rule computed here, bit for bit, over rows of 1000 (two tiles) and of 9: NaNs
+ * of distinct payloads (the last one stays), in the lanes or only in the tail, zeros of
+ * both signs (of equal values the first stays), infinities, extremes repeated. */
+static double nan_with(uint64_t payload) {
+    uint64_t b = 0x7FF8000000000000ull | (payload & 0xFFFFFFFFull);
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+static void maxmin_rule_case(int64_t K) {
+    enum { R = 9 };
+    int64_t shape[2] = {R, K}, oshape[1] = {R};
+    tbuf in, out, want;
+    memset(&out, 0, sizeof out);
+    memset(&want, 0, sizeof want);
+    if (!tb_init(&in, SCANFUSE_FLOAT64, 2, shape, L_CONTIG) || !tb_init(&out, SCANFUSE_FLOAT64, 1, oshape, L_CONTIG) ||
+        !tb_init(&want, SCANFUSE_FLOAT64, 1, oshape, L_CONTIG)) {
+        CHECKF(0, "out of memory");
+        goto done;
+    }
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0x3A11ull + (uint64_t)K);
+    double *x = (double *)(void *)in.base;
+    for (int r = 0; r < R; r++) {
+        double *row = x + r * K;
+        for (int64_t j = 0; j < K; j++) row[j] = ldexp(2 * sf_test_rng_uniform(&rng) - 1, (int)sf_test_rng_int(&rng, -20, 20));
+        switch (r) {
+        case 1: for (int64_t j = 0; j < K; j++) row[j] = (j % 3 == 1) ? 0.0 : -0.0; break; /* zeros only */
+        case 2: row[3 % K] = nan_with(11); row[(K * 7) / 10] = nan_with(22); break;
+        case 3: row[K - 2 > 0 ? K - 2 : 0] = nan_with(33); break; /* in the tail of 1000 */
+        case 4: row[5 % K] = INFINITY; row[(K / 2) | 1] = -INFINITY; break;
+        case 5: for (int64_t j = 0; j < K; j++) row[j] = -fabs(row[j]); row[K / 3] = -0.0; row[K / 2] = 0.0; break;
+        case 6: row[K / 4] = row[(K * 3) / 4] = 0x1p30; row[(K * 3) / 5] = -0x1p30; break; /* extremes twice */
+        case 7: for (int64_t j = 0; j < K; j++) row[j] = (j % 2) ? 0.0 : -0.0; row[K - 1] = nan_with(44); break;
+        default: break;
+        }
+    }
+    for (int mx = 0; mx < 2; mx++) {
+        double *w = (double *)(void *)want.base;
+        for (int r = 0; r < R; r++) { /* the scalar rule */
+            double h = mx ? -INFINITY : INFINITY;
+            for (int64_t j = 0; j < K; j++) {
+                double v = x[r * K + j];
+                if (isnan(v) || (mx ? v > h : v < h)) h = v;
+            }
+            w[r] = h;
+        }
+        char text[128];
+        snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R, (long long)K,
+                 mx ? "max" : "min");
+        for (int threads = 1; threads <= 2; threads++) {
+            memset(out.base, 0, (size_t)R * 8);
+            bool ran = run_text(text, threads, &in, &out) == SCANFUSE_OK;
+            for (int r = 0; r < R && ran; r++)
+                CHECKF(memcmp(out.base + r * 8, want.base + r * 8, 8) == 0, "%s over rows of %lld, row %d: %a, rule %a",
+                       mx ? "max" : "min", (long long)K, r, ((double *)(void *)out.base)[r], w[r]);
+            CHECKF(ran, "%s: did not run", text);
+        }
+    }
+done:
+    tb_free(&in);
+    tb_free(&out);
+    tb_free(&want);
+}
+
+static void maxmin_rule(void) {
+    maxmin_rule_case(1000);
+    maxmin_rule_case(100);
+    maxmin_rule_case(9);
+    printf("  row max and min: the scalar rule's bytes (NaN payloads, signed zeros)\n");
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* logcumsumexp: special values, and the row and column walks agreeing bit for bit    */
 /* ---------------------------------------------------------------------------------- */
@@ -885,6 +959,7 @@ int main(void) {
     determinism();
     lanes_primitive();
     lanes_layouts();
+    maxmin_rule();
     lse_cases();
     prod_cases();
     printf("%.1f s of CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
