@@ -20,6 +20,41 @@
 /* Reductions                                                                      */
 /* ------------------------------------------------------------------------------ */
 
+/* The combine of many splits' partial states (a 1-D reduction has ~1000): one block an
+ * output instead of one thread, whose chain of dependent folds (a double-double add is
+ * ~11 dependent DADDs) would take tens of µs.  Emitted only into the programs that use
+ * it, so no other kernel's text (or cache key) changes. */
+static const char *const red_finish_block[] = {
+    "#ifndef SF_RED_FINISH_BLOCK",
+    "#define SF_RED_FINISH_BLOCK",
+    "// Partial (o, s) at o * nsplit + s (sf_red_block's).  Thread t folds splits t, t + 256,",
+    "// ... in order, U loads at a time, then the block's fixed tree (sf_block_excl): the",
+    "// same bits on every run.",
+    "template <class Op, class Io, int U>",
+    "__device__ __forceinline__ void sf_red_finish_block(const sf_args& a, i64 nout, i64 nsplit) {",
+    "    typedef typename Op::T T;",
+    "    __shared__ T s_warp[8];",
+    "    const T* part = (const T*)a.scratch;",
+    "    for (i64 o = blockIdx.x; o < nout; o += gridDim.x) {",
+    "        const T* p = part + o * nsplit;",
+    "        T acc = Op::id();",
+    "        i64 s = threadIdx.x;",
+    "        for (; s + (U - 1) * 256 < nsplit; s += U * 256) {",
+    "            T x[U];",
+    "#pragma unroll",
+    "            for (int u = 0; u < U; ++u) x[u] = p[s + u * 256];",
+    "#pragma unroll",
+    "            for (int u = 0; u < U; ++u) acc = Op::op(acc, x[u]);",
+    "        }",
+    "        for (; s < nsplit; s += 256) acc = Op::op(acc, p[s]);",
+    "        T tot;",
+    "        (void)sf_block_excl<Op, 256>(acc, s_warp, tot);",
+    "        if (threadIdx.x == 0) Io::st(a, o, tot);",
+    "    }",
+    "}",
+    "#endif",
+    NULL};
+
 typedef struct red_ctx {
     bool red[SF_MAX_DIMS];
 } red_ctx;
@@ -356,6 +391,16 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         k->scratch_bytes = nout * nsplit * tsize;
         sf_cuda_kernel *k2 = sf_cg_twin_kernel(g, ki, SF_CUK_RED_FINISH);
         k = &g->pl->k[ki];
+        /* many splits (few outputs: sf_red_block's, at most ~1056): a block an output */
+        if (k->kind == SF_CUK_RED_BLOCK && nsplit > 64 && sf_cg_tune("red_fin_block", 1) != 0) {
+            k2->grid = sf_cg_grid(nout < (int64_t)sms * 8 ? nout : (int64_t)sms * 8);
+            for (int i = 0; red_finish_block[i]; i++) sf_buf_printf(src, "%s\n", red_finish_block[i]);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_finish_block<%s::Op, %s, %d>(a, %lldll, %lldll);\n}\n\n",
+                          ki + 1, io, io, U, (long long)nout, (long long)nsplit);
+            return SCANFUSE_OK;
+        }
         k2->grid = sf_cg_grid(sf_cg_ceil_div(nout, 256));
         sf_buf_printf(src,
                       "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"

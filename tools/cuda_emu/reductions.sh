@@ -4,7 +4,8 @@
 # kernel of each program, then the kernel that combines its splits, each as a grid of one
 # block) against the reference evaluator, bit for bit: a block a row (rows of more than
 # 2048), a warp a row (shorter rows), a thread per output down the columns (split, then
-# combined), one long vector (split across blocks); sums (float sums in double-double
+# combined), long vectors (split across blocks; past 64 splits combined by a block,
+# sf_red_finish_block); sums (float sums in double-double
 # rounded once, so equal to the exact reference), products, max, min, argmax, argmin,
 # means, integers; special values (ties 1) and the strided path (noflags 1).  Every run is
 # taken in batches of U loads (sf_red_run; red_u=1, 3 and the default 8), runs that end
@@ -30,6 +31,10 @@ prog srow 'input x: float32[37, 3001]\ny = sum(x, dim=1)\noutput y\n'
 prog swarp 'input x: bfloat16[50, 1000]\ny = sum(x, dim=1)\noutput y\n'
 prog scol 'input x: float32[3001, 70]\ny = sum(x, dim=0)\noutput y\n'
 prog svec 'input x: float32[100003]\ny = sum(x)\noutput y\n'
+# (a vector split 123 ways: its splits combined by a block, sf_red_finish_block)
+prog svecb 'input x: float32[1000003]\ny = sum(x)\noutput y\n'
+prog mvecb 'input x: float64[1000003]\ny = max(x)\noutput y\n'
+prog avecb 'input x: bfloat16[1000003]\ny = argmin(x)\noutput y\n'
 prog mrow 'input x: float16[29, 4099]\ny = mean(x, dim=1)\noutput y\n'
 prog f64col 'input x: float64[1500, 33]\ny = mean(x, dim=0)\noutput y\n'
 prog irow 'input x: int32[17, 5003]\ny = sum(x, dim=1)\noutput y\n'
@@ -42,7 +47,7 @@ prog mincol 'input x: bfloat16[2500, 48]\ny = min(x, dim=0)\noutput y\n'
 prog argrow 'input x: float32[23, 3001]\ny = argmax(x, dim=1)\noutput y\n'
 prog argcol 'input x: int32[2100, 40]\ny = argmin(x, dim=0)\noutput y\n'
 prog argvec 'input x: float16[70001]\ny = argmax(x)\noutput y\n'
-for p in srow swarp scol svec mrow f64col irow icol fused maxrow mincol argrow argcol argvec; do
+for p in srow swarp scol svec svecb mvecb avecb mrow f64col irow icol fused maxrow mincol argrow argcol argvec; do
     for tune in pdl=1 red_u=1 red_u=3; do emu $p $tune; done
     emu $p pdl=1 0 1 0 0   # special values (NaN, infinities, signed zeros)
     emu $p pdl=1 0 0 0 1   # strided
@@ -52,8 +57,9 @@ done
 prog p2row 'input x: int32[11, 6001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, float32), dim=1)\noutput y\n'
 prog p2col 'input x: int32[3001, 33]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, float32), dim=0)\noutput y\n'
 prog p2vec 'input x: int32[90001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(q)\noutput y\n'
+prog p2vecb 'input x: int32[900001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, float32))\noutput y\n'
 prog p2warp 'input x: int32[40, 1500]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, bfloat16), dim=1)\noutput y\n'
-for p in p2row p2col p2vec p2warp; do
+for p in p2row p2col p2vec p2vecb p2warp; do
     for tune in pdl=1 red_u=1 red_u=5 prod_lazy=0; do emu $p $tune; done
 done
 # random significands (2^-17.6..2^18.4 a step, or with scale 7 2^-119.6..2^119.4, which
