@@ -145,19 +145,28 @@ static void emit_elem_path(sf_cg *g, const sf_cuda_kernel *k, uint32_t used, boo
  * (emit_elem_path; the body emitted a second time, in vector mode), with the one-element
  * loop kept under SF_ELEM_ONE for the SMALL kernels' copies.  Returns false when an
  * operand did not fit. */
+/* Emits `body` into *b through a fresh element context *e (vector mode: vec), which the
+ * caller then reads (operands used, coordinates, overflow).  False when out of memory. */
+static bool emit_elem_body(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool vec, sf_buf *b,
+                           sf_cg_ectx *e) {
+    uint8_t *done = sf_malloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));
+    if (!done) return false;
+    sf_cg_ectx_init(e, g, k, b, done, 0);
+    e->coord = elem_coord;
+    e->off = elem_off;
+    e->vec = vec;
+    body(e, arg);
+    free(done);
+    e->done = NULL;
+    return true;
+}
+
 static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool fast) {
     sf_buf *src = g->src;
     int ki = (int)(k - g->pl->k);
-    uint8_t *done = sf_malloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));
-    if (!done) return false;
     sf_buf bb = {0};
     sf_cg_ectx e;
-    sf_cg_ectx_init(&e, g, k, &bb, done, 0);
-    e.coord = elem_coord;
-    e.off = elem_off;
-    body(&e, arg);
-    free(done);
-    if (e.overflow) {
+    if (!emit_elem_body(g, k, body, arg, false, &bb, &e) || e.overflow) {
         free(bb.data);
         return false;
     }
@@ -177,19 +186,8 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
     int U = fast ? elem_batch(g, k, e.used_ops, n) : 1;
     if (U > 1) {
         sf_buf vb = {0};
-        done = sf_malloc((size_t)(g->f->nvalues > 0 ? g->f->nvalues : 1));
-        if (!done) {
-            free(bb.data);
-            return false;
-        }
         sf_cg_ectx ev;
-        sf_cg_ectx_init(&ev, g, k, &vb, done, 0);
-        ev.coord = elem_coord;
-        ev.off = elem_off;
-        ev.vec = true;
-        body(&ev, arg);
-        free(done);
-        if (ev.overflow) {
+        if (!emit_elem_body(g, k, body, arg, true, &vb, &ev) || ev.overflow) {
             free(bb.data);
             free(vb.data);
             return false;

@@ -12,14 +12,8 @@
 # No GPU needed: a CTest (cuda_emu_elementwise) when g++ is there.  BUILD (default:
 # build) holds libscanfuse.a.  Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
-D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_elem.XXXXXX")
-export TMPDIR=$D # run.sh's own directories go with it
-trap 'rm -rf "$D"' EXIT
 EMU_KIND=EMU_ELEM
 . "$HERE/lib.sh"
-prog() { # name text
-    printf '%b' "$2" > "$D/$1.sf"
-}
 prog f32bc 'input x: float32[37, 3001]\ninput w: float32[3001]\ny = add(mul(x, w), 1.5)\noutput y\n'
 prog exp 'input x: float32[100003]\ny = exp(x)\noutput y\n'
 prog b16 'input x: bfloat16[7, 1001]\ninput s: float16[1001]\ny = cast(sigmoid(mul(cast(x, float32), cast(s, float32))), bfloat16)\nz = tanh(cast(s, float64))\noutput y, z\n'

@@ -1,9 +1,16 @@
-# tools/cuda_emu/lib.sh — sourced by scans.sh and reductions.sh: their emulator runs
-# (run.sh), EMU_JOBS of them at once (default one a CPU).  The runs are independent, each
-# in its own directory under $D; a failed run leaves its report in $D/fail.N, and
-# emu_report prints and counts them.  Each .sf file is written once, before the runs
-# that read it.  Needs HERE (this directory) and D (a scratch directory); EMU_KIND names
-# run.sh's variable that picks the kernel (EMU_SCAN or EMU_RED).
+# tools/cuda_emu/lib.sh — sourced by scans.sh, reductions.sh and elementwise.sh: a scratch
+# directory $D (removed on exit; run.sh's own directories go in it) and their emulator
+# runs (run.sh), EMU_JOBS of them at once (default one a CPU).  The runs are independent,
+# each in its own directory under $D; a failed run leaves its report in $D/fail.N, and
+# emu_report prints and counts them.  Each .sf file is written once (prog, or printf),
+# before the runs that read it.  Needs HERE (this directory); EMU_KIND names run.sh's
+# variable that picks the kernel (EMU_SCAN, EMU_RED or EMU_ELEM).
+D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu.XXXXXX")
+export TMPDIR=$D
+trap 'rm -rf "$D"' EXIT
+prog() { # NAME TEXT: $D/NAME.sf, TEXT with printf's escapes
+    printf '%b' "$2" > "$D/$1.sf"
+}
 JOBS=${EMU_JOBS:-$(nproc 2>/dev/null || echo 2)}
 n=0
 spawn() { # COMMAND...: in the background once fewer than JOBS runs are in flight

@@ -16,14 +16,8 @@
 # No GPU needed: a CTest (cuda_emu_reductions) when g++ is there.  BUILD (default: build)
 # holds libscanfuse.a.  Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
-D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_red.XXXXXX")
-export TMPDIR=$D # run.sh's own directories go with it
-trap 'rm -rf "$D"' EXIT
 EMU_KIND=EMU_RED
 . "$HERE/lib.sh"
-prog() { # name text
-    printf '%b' "$2" > "$D/$1.sf"
-}
 # sums and means: rows of 3001 (a block a row: 11.7 elements a thread, so a batch and a
 # partial one), rows of 1000 (a warp a row), columns of 3001 rows (a thread an output,
 # split in 47 runs of 64), one vector of 100003 (split across 13 blocks)

@@ -26,9 +26,8 @@
 # holds libscanfuse.a.
 # Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
-D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu_scans.XXXXXX")
-export TMPDIR=$D # run.sh's own directories go with it
-trap 'rm -rf "$D"' EXIT
+EMU_KIND=EMU_SCAN
+. "$HERE/lib.sh"
 # programs: several tiles a row (8192 steps a float32 tile), partial last tiles,
 # inclusive and exclusive, both directions, several rows, index outputs, float16, a
 # fused prologue of two inputs, and inputs of three widths (1-byte strips too small to
@@ -45,8 +44,6 @@ printf 'input x: float64[2048, 40]\ny = cumsum(x, dim=0)\noutput y\n' > "$D/f64c
 # the stream column kernel's carry past a run of 256 chunks (263 chunks of 8 rows under
 # col_l=1; its next level, past 65536 chunks, runs in test_cuda on the GPU)
 printf 'input x: float32[2100, 64]\ny = cumsum(x, dim=0)\nz = cumsum(x, dim=0, exclusive=true, reverse=true)\noutput y, z\n' > "$D/colc.sf"
-EMU_KIND=EMU_SCAN
-. "$HERE/lib.sh"
 for prog in f32 i64rows f16 cummax fused widths; do
     for tune in pdl=1 row_stage=0 row_pipe=1,row_threads=256,row_items=8 lb_ticket=0,lb_done=0 \
                 row_g=2,row_g2=3 lb_ga=0,row_g=3,row_g2=2,row_stage=0 row_io1=1 row_io1=0; do
