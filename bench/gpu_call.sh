@@ -119,10 +119,11 @@ for s in $stages; do
         cub) timeout ${CUB_TIMEOUT:-120} bash bench/cub_scan_ref.sh ;; # CUB's DeviceScan beside a copy
         ops) # reductions and pointwise kernels (session 37's batches) beside PyTorch:
              # prod_bench.sh's OPS_CASES under the defaults and each OPS_TUNES variant (by
-             # default red_u=1,elem_u=1, the kernels of before), then torch_prod_ref.py
+             # default red_u=1,elem_u=1,red_fin_block=0,prod_lazy=0: the kernels of
+             # before), then torch_prod_ref.py
              [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              oc=${OPS_CASES:-^(sum|max|mean|argmax|prod_sq|pw_)}
-             for tv in default ${OPS_TUNES-red_u=1,elem_u=1}; do
+             for tv in default ${OPS_TUNES-red_u=1,elem_u=1,red_fin_block=0,prod_lazy=0}; do
                  [ "$tv" = default ] && t="" || t=$tv
                  SCANFUSE_CUDA_TUNE=$t REPEAT=${REPEAT:-15} CASES=$oc timeout ${OPS_TIMEOUT:-200} \
                      bash bench/prod_bench.sh cuda build-gpu/scanfuse

@@ -27,7 +27,7 @@ done
 for tv in ${COLTUNES:-}; do SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/cases/*_d0.sf; done
 # OPS_TUNES: prod_bench's reduction and pointwise cases under each variant (gpu_call.sh's
 # "ops" stage; by default the one-load-at-a-time kernels of before session 37)
-for tv in ${OPS_TUNES-red_u=1,elem_u=1}; do
+for tv in ${OPS_TUNES-red_u=1,elem_u=1,red_fin_block=0,prod_lazy=0}; do
     SCANFUSE_CUDA_TUNE=$tv "$W/warm" "$W"/prod/sum_*.sf "$W"/prod/max_*.sf "$W"/prod/mean_*.sf "$W"/prod/argmax_*.sf \
         "$W"/prod/prod_sq*.sf "$W"/prod/pw_*.sf
 done
