@@ -8,7 +8,7 @@
 # sf_red_finish_block); sums (float sums in double-double
 # rounded once, so equal to the exact reference), products, max, min, argmax, argmin,
 # means, integers; special values (ties 1) and the strided path (noflags 1).  Every run is
-# taken in batches of U loads (sf_red_run; red_u=1, 3 and the default 8), runs that end
+# taken in batches of U loads (sf_red_run; red_u=1, 3, 5 and the default 8), runs that end
 # mid-batch included.  Float products: exact powers of two whose running product leaves
 # double's range and comes back, against the reference; and random significands, the
 # lazy normalisation (OpProdF, prod_lazy=1, the default for factors of at most 4 bytes)
@@ -42,10 +42,11 @@ prog argrow 'input x: float32[23, 3001]\ny = argmax(x, dim=1)\noutput y\n'
 prog argcol 'input x: int32[2100, 40]\ny = argmin(x, dim=0)\noutput y\n'
 prog argvec 'input x: float16[70001]\ny = argmax(x)\noutput y\n'
 for p in srow swarp scol svec svecb mvecb avecb mrow f64col irow icol fused maxrow mincol argrow argcol argvec; do
-    for tune in pdl=1 red_u=1 red_u=3; do emu $p $tune; done
+    for tune in pdl=1 red_u=3; do emu $p $tune; done
     emu $p pdl=1 0 1 0 0   # special values (NaN, infinities, signed zeros)
-    emu $p pdl=1 0 0 0 1   # strided
+    emu $p red_u=5 0 0 0 1 # strided
 done
+for p in srow scol svecb argcol; do emu $p red_u=1; done # one load at a time, as before
 # products of exact powers of two (any order of the multiplies gives the same bits): the
 # running product leaves double's range and comes back; float32 (lazy), float64 (eager)
 prog p2row 'input x: int32[11, 6001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, float32), dim=1)\noutput y\n'
