@@ -193,19 +193,27 @@ static bool value_bytes(const sf_value *v, int64_t *bytes) {
 }
 
 /* A segment runs tile by tile (cpu_fused.c) when it fuses two or more compute nodes, or
- * holds a reduction: its tiles (whole runs of the reduced dims, a block of outputs each)
- * then run on the pool's threads (a lone sum over the rows of [2048, 2048] float32:
- * 11.4 ms op by op, 5.2 ms tiled on 2 cores; the same bytes, NOTES session 37);
- * otherwise its nodes run op by op on whole values. */
+ * is one reduction over its input's innermost dim: its tiles (whole rows, a block of
+ * outputs each) then run on the pool's threads (a sum over the rows of [2048, 2048]
+ * float32: 11.4 ms op by op, 5.2 ms tiled on 2 cores; the same bytes, NOTES session 37).
+ * Not a reduction down the columns: its tiles are narrow column blocks, read a short
+ * piece a row (a product over dim 0 of [2048, 2048] took 3x longer tiled on one thread).
+ * Otherwise its nodes run op by op on whole values. */
 static bool segment_is_tiled(const scanfuse_fusion *f, const sf_segment *seg) {
     if (seg->kind == SF_SEG_OPAQUE || seg->kind == SF_SEG_SMALL) return false;
-    int compute = 0, red = 0;
+    int compute = 0;
+    bool rows = false;
     for (int j = 0; j < seg->nnodes; j++) {
-        sf_op op = f->nodes[seg->nodes[j]].op;
-        compute += !sf_node_is_setup(op);
-        red += sf_op_table[op].kind == SF_KIND_REDUCTION;
+        const sf_node *n = &f->nodes[seg->nodes[j]];
+        compute += !sf_node_is_setup(n->op);
+        if (sf_op_table[n->op].kind == SF_KIND_REDUCTION) {
+            int nd = f->values[n->in[0]].ndim;
+            bool red[SF_MAX_DIMS];
+            sf_cpu_reduced_dims(n, nd, red);
+            rows = nd > 0 && red[nd - 1];
+        }
     }
-    return compute >= 2 || red == 1;
+    return compute >= 2 || (compute == 1 && rows);
 }
 
 static bool segment_outputs(const sf_segment *seg, int32_t v) {
