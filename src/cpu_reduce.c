@@ -159,40 +159,80 @@ RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, cons
     for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], x[t]);
 }
 
+/* The vector pass of maxmin_row and argext_row over the whole groups of 8 of x[0..K)
+ * (K >= 8): their extreme (of equal ones, the first lane's) into *M; false when one
+ * holds a NaN. */
+RED_CLONES static bool extreme_groups(const double *restrict x, int64_t K, bool mx, double *M) {
+    red_v8d m;
+    memcpy(&m, x, sizeof m);
+    red_v8l nan = m != m;
+    for (int64_t t = SF_SUM_LANES; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
+        red_v8d v;
+        memcpy(&v, x + t, sizeof v);
+        nan |= v != v;
+        const red_v8l take = mx ? v > m : v < m;
+        m = (red_v8d)(((red_v8l)v & take) | ((red_v8l)m & ~take));
+    }
+    bool any_nan = false;
+    *M = m[0];
+    for (int l = 0; l < SF_SUM_LANES; l++) {
+        any_nan = any_nan || nan[l] != 0;
+        if (mx ? m[l] > *M : m[l] < *M) *M = m[l];
+    }
+    return !any_nan;
+}
+
 /* Row-mode max (mx) or min of K values into *h by the scalar rule: a NaN replaces (so the
  * last NaN stays), otherwise only a strictly greater (smaller) value replaces (so of
  * equal values the first stays).  The whole groups of 8 are scanned in vector lanes
  * first; where they hold no NaN and their extreme M is not zero, the rule's result over
  * them is M itself (the one double with its value: only zeros have two), so that M
  * enters *h as one element would; otherwise the block goes by the scalar rule. */
-RED_CLONES static void maxmin_row(double *h, const double *restrict x, int64_t K, bool mx) {
+static void maxmin_row(double *h, const double *restrict x, int64_t K, bool mx) {
     int64_t t = 0;
-    if (K >= 2 * SF_SUM_LANES) {
-        red_v8d m;
-        memcpy(&m, x, sizeof m);
-        red_v8l nan = m != m;
-        for (t = SF_SUM_LANES; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
-            red_v8d v;
-            memcpy(&v, x + t, sizeof v);
-            nan |= v != v;
-            const red_v8l take = mx ? v > m : v < m;
-            m = (red_v8d)(((red_v8l)v & take) | ((red_v8l)m & ~take));
-        }
-        double M = m[0];
-        bool any_nan = false;
-        for (int l = 0; l < SF_SUM_LANES; l++) {
-            any_nan = any_nan || nan[l] != 0;
-            if (mx ? m[l] > M : m[l] < M) M = m[l];
-        }
-        if (!any_nan && M != 0.0) {
-            if (mx ? M > *h : M < *h) *h = M;
-        } else {
-            t = 0;
-        }
+    double M;
+    if (K >= 2 * SF_SUM_LANES && extreme_groups(x, K - K % SF_SUM_LANES, mx, &M) && M != 0.0) {
+        if (mx ? M > *h : M < *h) *h = M;
+        t = K - K % SF_SUM_LANES;
     }
     for (; t < K; t++) {
         const double v = x[t];
         if (isnan(v) || (mx ? v > *h : v < *h)) *h = v;
+    }
+}
+
+/* Row-mode argmax (mx) or argmin of K values at positions r0.. into (*h, *idx) by the
+ * scalar rule: the first element starts it; a NaN replaces unless *h is one already
+ * (so the first NaN stays); otherwise only a strictly greater (smaller) value replaces
+ * (so of equal values, zeros of either sign among them, the first stays).  Where the
+ * block holds no NaN, that rule's answer is the block's extreme M at its first element
+ * equal to M, if M beats *h (or nothing started yet): the vector pass finds M, a scan
+ * its first position.  A block with a NaN goes by the scalar rule. */
+static void argext_row(double *h, int64_t *idx, const double *restrict x, int64_t K, int64_t r0, bool mx) {
+    double M;
+    if (K >= 2 * SF_SUM_LANES && extreme_groups(x, K - K % SF_SUM_LANES, mx, &M)) {
+        int64_t t = K - K % SF_SUM_LANES;
+        if (*idx < 0 || (!isnan(*h) && (mx ? M > *h : M < *h))) {
+            int64_t f = 0;
+            while (x[f] != M) f++;
+            *h = x[f];
+            *idx = r0 + f;
+        }
+        for (; t < K; t++) { /* the tail, after the groups, by the rule */
+            const double v = x[t];
+            if (!isnan(*h) && (isnan(v) || (mx ? v > *h : v < *h))) {
+                *h = v;
+                *idx = r0 + t;
+            }
+        }
+        return;
+    }
+    for (int64_t t = 0; t < K; t++) {
+        const double v = x[t];
+        if (*idx < 0 || (!isnan(*h) && (isnan(v) || (mx ? v > *h : v < *h)))) {
+            *h = v;
+            *idx = r0 + t;
+        }
     }
 }
 
@@ -242,6 +282,10 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     case R_MAX_I: TILE_LOOP(if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];) break;
     case R_MIN_I: TILE_LOOP(if (xi[q0 + j] < iv[j]) iv[j] = xi[q0 + j];) break;
     case R_ARGMAX_F:
+        if (m == 1) {
+            argext_row(&hi[0], &idx[0], xf, K, r0, true);
+            break;
+        }
         TILE_LOOP(double x = xf[q0 + j];
                   if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || x > hi[j]))) {
                       hi[j] = x;
@@ -249,6 +293,10 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
                   })
         break;
     case R_ARGMIN_F:
+        if (m == 1) {
+            argext_row(&hi[0], &idx[0], xf, K, r0, false);
+            break;
+        }
         TILE_LOOP(double x = xf[q0 + j];
                   if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || x < hi[j]))) {
                       hi[j] = x;

@@ -667,10 +667,11 @@ static void lanes_layouts(void) {
     printf("  row sums in lanes: the same bytes for every cut of the rows, layout and thread count\n");
 }
 
-/* Row max and min (cpu_reduce.c, maxmin_row: groups of 8 in vector lanes) against the
- * scalar rule computed here, bit for bit, over rows of 1000 (two tiles) and of 9: NaNs
- * of distinct payloads (the last one stays), in the lanes or only in the tail, zeros of
- * both signs (of equal values the first stays), infinities, extremes repeated. */
+/* Row max and min, argmax and argmin (cpu_reduce.c, maxmin_row and argext_row: groups of
+ * 8 in vector lanes) against the scalar rules computed here, bit for bit, over rows of
+ * 1000 (two tiles), 100 and 9: NaNs of distinct payloads (max/min: the last one stays;
+ * argmax/argmin: the first), in the lanes or only in the tail, zeros of both signs (of
+ * equal values the first stays), infinities, extremes repeated. */
 static double nan_with(uint64_t payload) {
     uint64_t b = 0x7FF8000000000000ull | (payload & 0xFFFFFFFFull);
     double d;
@@ -706,6 +707,35 @@ static void maxmin_rule_case(int64_t K) {
         default: break;
         }
     }
+    for (int mx = 0; mx < 2; mx++) { /* argmin, argmax: the rule's index */
+        int64_t wi[R];
+        for (int r = 0; r < R; r++) {
+            double h = 0.0;
+            int64_t id = -1;
+            for (int64_t j = 0; j < K; j++) {
+                double v = x[r * K + j];
+                if (id < 0 || (!isnan(h) && (isnan(v) || (mx ? v > h : v < h)))) {
+                    h = v;
+                    id = j;
+                }
+            }
+            wi[r] = id;
+        }
+        char text[128];
+        snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R, (long long)K,
+                 mx ? "argmax" : "argmin");
+        for (int threads = 1; threads <= 2; threads++) {
+            tbuf yi;
+            if (!tb_init(&yi, SCANFUSE_INT64, 1, oshape, L_CONTIG)) break;
+            bool ran = run_text(text, threads, &in, &yi) == SCANFUSE_OK;
+            for (int r = 0; r < R && ran; r++)
+                CHECKF(((int64_t *)(void *)yi.base)[r] == wi[r], "%s over rows of %lld, row %d: %lld, rule %lld",
+                       mx ? "argmax" : "argmin", (long long)K, r, (long long)((int64_t *)(void *)yi.base)[r],
+                       (long long)wi[r]);
+            CHECKF(ran, "%s: did not run", text);
+            tb_free(&yi);
+        }
+    }
     for (int mx = 0; mx < 2; mx++) {
         double *w = (double *)(void *)want.base;
         for (int r = 0; r < R; r++) { /* the scalar rule */
@@ -738,7 +768,7 @@ static void maxmin_rule(void) {
     maxmin_rule_case(1000);
     maxmin_rule_case(100);
     maxmin_rule_case(9);
-    printf("  row max and min: the scalar rule's bytes (NaN payloads, signed zeros)\n");
+    printf("  row max, min, argmax and argmin: the scalar rules' bytes (NaN payloads, signed zeros)\n");
 }
 
 /* ---------------------------------------------------------------------------------- */
