@@ -19,6 +19,9 @@
  * int64 wrap (expected values computed with unsigned arithmetic here).
  * Determinism: the same input run 3 times gives identical bytes, and
  * scanfuse_options.threads 1, 2, 3, 7 give the same bytes as the default.
+ * The CPU's vector paths of row reductions: sums in lanes give bytes that depend on the
+ * positions only (cuts, layouts, threads), and row max, min, argmax and argmin give the
+ * scalar rules' bytes and indices (NaN payloads, signed zeros).
  */
 #include "harness.h"
 #include "sf.h"
