@@ -74,6 +74,8 @@ if [ -n "${WRITE_CASES:-}" ]; then
     exit 0
 fi
 TUNE=${SCANFUSE_CUDA_TUNE:-}
+[[ "" =~ ${CASES:-.} ]]
+[ $? -eq 2 ] && { echo "prod_bench.sh: CASES='$CASES' is not a regular expression" >&2; exit 2; }
 printf '%-26s %-5s %-22s %12s %8s\n' case build tune "time (us)" ratio
 for f in "$D"/*.sf; do
     c=$(basename "$f" .sf)

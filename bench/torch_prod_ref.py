@@ -89,6 +89,11 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="also time torch.compile of each case (a compile of ~5-20 s a case)")
     args = ap.parse_args()
+    try:
+        re.compile(args.cases)
+    except re.error as e:
+        print("torch_prod_ref: --cases %r is not a regular expression: %s" % (args.cases, e), file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("torch_prod_ref: no CUDA device", file=sys.stderr)
         return 1

@@ -776,14 +776,8 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
      * a bfloat16's high half widens by one AND instead of a byte permute and a shift
      * (ld16=0: through a union, as before) */
     sf_buf_printf(&src, "#define SF_LD16 %d\n", sf_cg_tune("ld16", 1) == 0 ? 0 : 1);
-    for (int i = 0; sf_cuda_prelude[i]; i++) {
-        sf_buf_puts(&src, sf_cuda_prelude[i]);
-        sf_buf_puts(&src, "\n");
-    }
-    for (int i = 0; sf_cuda_skeletons[i]; i++) {
-        sf_buf_puts(&src, sf_cuda_skeletons[i]);
-        sf_buf_puts(&src, "\n");
-    }
+    sf_cg_put_lines(&src, sf_cuda_prelude);
+    sf_cg_put_lines(&src, sf_cuda_skeletons);
     sf_buf_puts(&src, "\n// ---- kernels ----\n");
     bool *in_seg = sf_calloc((size_t)(nn > 0 ? nn : 1), 1);
     int *list = sf_malloc((size_t)(nn > 0 ? nn : 1) * sizeof *list);

@@ -261,6 +261,9 @@ void sf_cg_store(sf_cg_ectx *e, int32_t v);
 bool sf_cg_stored(const sf_cg *g, int32_t v);
 /* A new kernel record of the plan (zeroed, out_index -1 in every operand later added). */
 sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node);
+/* Appends the lines of a NULL-terminated array of source text (none when lines is NULL),
+ * each with its newline: the prelude, the skeletons, an operator's definitions. */
+void sf_cg_put_lines(sf_buf *b, const char *const *lines);
 /* A new kernel on kernel ki's operands and shapes, run right after it and sharing its
  * scratch (a reduction's finish). */
 sf_cuda_kernel *sf_cg_twin_kernel(sf_cg *g, int ki, sf_cuda_kkind kind);

@@ -279,7 +279,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     sf_buf *src = g->src;
     char io[32];
     snprintf(io, sizeof io, "Io_k%d", ki);
-    for (int i = 0; defs && defs[i]; i++) sf_buf_printf(src, "%s\n", defs[i]);
+    sf_cg_put_lines(src, defs);
     sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, op);
     sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
                   x->ndim > 0 ? x->ndim : 1);
@@ -394,7 +394,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         /* many splits (few outputs: sf_red_block's, at most ~1056): a block an output */
         if (k->kind == SF_CUK_RED_BLOCK && nsplit > 64 && sf_cg_tune("red_fin_block", 1) != 0) {
             k2->grid = sf_cg_grid(nout < (int64_t)sms * 8 ? nout : (int64_t)sms * 8);
-            for (int i = 0; red_finish_block[i]; i++) sf_buf_printf(src, "%s\n", red_finish_block[i]);
+            sf_cg_put_lines(src, red_finish_block);
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
                           "sf_red_finish_block<%s::Op, %s, %d>(a, %lldll, %lldll);\n}\n\n",

@@ -625,7 +625,7 @@ static bool emit_scan_io(sf_cg *g, sf_cuda_kernel *k, const char *io, const scan
     }
     sf_buf *src = g->src;
     if (ok) {
-        for (int i = 0; sk->defs && sk->defs[i]; i++) sf_buf_printf(src, "%s\n", sk->defs[i]);
+        sf_cg_put_lines(src, sk->defs);
         sf_buf_printf(src, "struct %s {\ntypedef %s Op;\ntypedef Op::T T;\n", io, sk->op);
         sf_buf_printf(src, "struct B { i64 o[%d]; i64 c[%d]; };\n", k->nops > 0 ? k->nops : 1,
                       nd > 0 ? nd : 1);
@@ -1257,7 +1257,7 @@ scanfuse_status sf_cg_scan(sf_cg *g, int anchor, char *msg, size_t msglen) {
         if (rake) {
             char rio[40];
             snprintf(rio, sizeof rio, "%sR", io);
-            for (int i = 0; sf_cuda_rake_skeleton[i]; i++) sf_buf_printf(src, "%s\n", sf_cuda_rake_skeleton[i]);
+            sf_cg_put_lines(src, sf_cuda_rake_skeleton);
             sf_buf_printf(src, "struct %s : %s {\n%s};\n", rio, io, rkm.data ? rkm.data : "");
             sf_buf_printf(src,
                           "extern \"C\" __global__ void __launch_bounds__(%d, %d) k%d(const sf_args a) {\n"

@@ -348,6 +348,13 @@ int sf_cg_operand(sf_cuda_kernel *k, int32_t v, sf_cuda_opmode mode, int space, 
     return k->nops++;
 }
 
+void sf_cg_put_lines(sf_buf *b, const char *const *lines) {
+    for (int i = 0; lines && lines[i]; i++) {
+        sf_buf_puts(b, lines[i]);
+        sf_buf_puts(b, "\n");
+    }
+}
+
 sf_cuda_kernel *sf_cg_new_kernel(sf_cg *g, sf_cuda_kkind kind, int node) {
     sf_cuda_plan *pl = g->pl;
     sf_cuda_kernel *k = &pl->k[pl->nkernels++];

@@ -1,7 +1,8 @@
 #!/bin/bash
-# run_programs_args.sh SCANFUSE — a CTest: tools/run_programs.sh, random_programs.py and
-# compile_programs.sh refuse bad arguments with status 2 and a message (and never run a
-# program for them), and run_programs.sh's VARIANTS reports planted differences.
+# run_programs_args.sh SCANFUSE — a CTest: tools/run_programs.sh, random_programs.py,
+# compile_programs.sh and bench/prod_bench.sh's CASES refuse bad arguments with status 2
+# and a message (and never run a program for them), and run_programs.sh's VARIANTS
+# reports planted differences.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$1
@@ -28,6 +29,8 @@ want2 "usage: random_programs.py" python3 "$ROOT/tools/random_programs.py" 1 2
 want2 "usage: random_programs.py" python3 "$ROOT/tools/random_programs.py" -1 2 "$W"
 want2 "No such file or directory" python3 "$ROOT/tools/random_programs.py" 1 2 "$W/none"
 want2 "usage: compile_programs.sh" "$ROOT/tools/compile_programs.sh" 1
+# bench/prod_bench.sh: a CASES that is not a regular expression (it would skip every case)
+want2 "is not a regular expression" env CASES='(' OUT="$W" bash "$ROOT/bench/prod_bench.sh" cpu "$BIN"
 want2 "usage: compile_programs.sh" "$ROOT/tools/compile_programs.sh" x 5
 want2 "no $W/libscanfuse.a" env BUILD="$W" "$ROOT/tools/compile_programs.sh" 1 2
 want2 "cannot write $W/none/r.txt" env BUILD="$(dirname "$BIN")" "$ROOT/tools/compile_programs.sh" 1 2 "$W/none/r.txt"
