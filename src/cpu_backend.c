@@ -197,7 +197,7 @@ static bool value_bytes(const sf_value *v, int64_t *bytes) {
  * outputs each) then run on the pool's threads (an argmax over the rows of [2048, 2048]
  * float32: 5.6 ms op by op, 2.8 ms tiled on 2 cores; the same bytes, NOTES session 37).
  * Not a reduction down the columns: its tiles are narrow column blocks, read a short
- * piece a row (a product over dim 0 of [2048, 2048] took 3x longer tiled on one thread).
+ * piece a row (a product over dim 0 of [2048, 2048] ran slower tiled).
  * Otherwise its nodes run op by op on whole values. */
 static bool segment_is_tiled(const scanfuse_fusion *f, const sf_segment *seg) {
     if (seg->kind == SF_SEG_OPAQUE || seg->kind == SF_SEG_SMALL) return false;
