@@ -65,8 +65,13 @@ typedef void (*elem_body)(sf_cg_ectx *e, void *arg);
  * a step keeps one load a thread in flight: 8 KB an SM of float32 at 2048 threads, 4 KB
  * of bfloat16, where the H200 needs about 30 KB at its copy rate.  With batches the
  * kernels take 48-64 registers (4-5 blocks an SM), so 20-64 KB (NOTES session 37).
+ * A body that calls a double math function (exp, log, tanh, pow, ...: ELEM_HEAVY_U) takes
+ * at most 4: at 8 float32 exps a thread the kernel held 2^26 elements 364 µs against 264
+ * at 1 and 246 at 4 (H200, NOTES session 38).
  * Tuning elem_u=N sets it; elem_u=1: one element a step, the kernel of before. */
-static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used, int64_t n) {
+#define ELEM_MAX_U 16
+#define ELEM_HEAVY_U 4
+static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used, int64_t n, int umax) {
     int narrow = 0;
     for (int i = 0; i < k->nops; i++) {
         if (!(used >> i & 1u) || k->ops[i].out || k->ops[i].mode != SF_CUOP_ITER) continue;
@@ -74,6 +79,7 @@ static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used, in
         if (narrow == 0 || sz < narrow) narrow = sz;
     }
     int u = narrow ? 32 / narrow : 4;
+    if (u > umax) u = umax;
     /* ... but no fewer threads than fill the GPU (2048 an SM): a small kernel's batches
      * would put its few elements' latency chains on fewer multiprocessors (DeepSeek's
      * 32768 router scores: 8 blocks of 16 sigmoids a thread instead of 128 blocks) */
@@ -97,7 +103,7 @@ static void emit_elem_path(sf_cg *g, const sf_cuda_kernel *k, uint32_t used, boo
     const scanfuse_fusion *f = g->f;
     /* the strided path takes its U elements US at a time (the coordinates' 64-bit
      * divisions of a whole batch held ~110 registers a thread, against ~40 for the
-     * contiguous path's batch of 8 float32 elements) */
+     * contiguous path's batch of 8 float32 elements); US = 1 by default (elem_us) */
     const char *u = contig ? "U" : "US";
     if (!contig)
         sf_buf_puts(src, "#pragma unroll 1\nfor (int sb = 0; sb < U; sb += US) {\nconst i64 i1 = i0 + sb * S;\n");
@@ -161,7 +167,7 @@ static bool emit_elem_body(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *ar
     return true;
 }
 
-static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool fast) {
+static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool fast, int umax) {
     sf_buf *src = g->src;
     int ki = (int)(k - g->pl->k);
     sf_buf bb = {0};
@@ -183,7 +189,7 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
     }
     /* the bodies that take a fast path (pointwise groups, copies, arange/iota) also take
      * batches: emitted again in vector mode, the same values and operands */
-    int U = fast ? elem_batch(g, k, e.used_ops, n) : 1;
+    int U = fast ? elem_batch(g, k, e.used_ops, n, umax) : 1;
     if (U > 1) {
         sf_buf vb = {0};
         sf_cg_ectx ev;
@@ -201,8 +207,13 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
          * SF_ELEM_ONE: its phases read a few KB from L2, and the batches' registers
          * would spill in its 1024-thread block */
         sf_buf_puts(src, "#if !SF_ELEM_ONE\n");
+        /* the strided path, US elements at a time: a float32 x * w[col] over [4096, 4096] took
+         * 0.71 of copy one at a time, 0.62 two at a time (H200, NOTES session 38) */
+        int us = sf_cg_tune("elem_us", 1);
+        us = us < 1 ? 1 : us > U ? U : us;
+        while (U % us) us--;
         sf_buf_printf(src, "constexpr int U = %d, US = %d;\nconst i64 N = %lldll, S = (i64)gridDim.x * 256;\n", U,
-                      U % 2 == 0 ? 2 : 1, (long long)n);
+                      us, (long long)n);
         if (k->fast_mask)
             sf_buf_printf(src, "const bool fast = (a.flags & %uu) == %uu;\n", k->fast_mask, k->fast_mask);
         sf_buf_puts(src, "for (i64 i0 = (i64)blockIdx.x * 256 + threadIdx.x; i0 < N; i0 += S * U) {\n");
@@ -429,6 +440,21 @@ static scanfuse_status too_many(char *msg, size_t msglen) {
     return SCANFUSE_ERROR_UNSUPPORTED;
 }
 
+/* The largest batch (elem_batch) for a pointwise group's body: ELEM_HEAVY_U where a
+ * node calls a double math function, whose slow paths take registers and a stack frame. */
+static int pw_batch_max(const scanfuse_fusion *f, const int *nodes, int n) {
+    for (int i = 0; i < n; i++) {
+        switch (f->nodes[nodes[i]].op) {
+        case SF_OP_exp: case SF_OP_log: case SF_OP_log1p: case SF_OP_expm1: case SF_OP_sigmoid:
+        case SF_OP_tanh: case SF_OP_silu: case SF_OP_pow:
+            return ELEM_HEAVY_U;
+        default:
+            break;
+        }
+    }
+    return ELEM_MAX_U;
+}
+
 /* The kernels of a group of compute nodes (g->in_seg marks them): one pointwise
  * kernel, one scan or reduction with its prologue and epilogue, or one opaque op. */
 static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor, char *msg,
@@ -448,7 +474,8 @@ static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor,
         if (sf_value_numel(res) == 0) return SCANFUSE_OK;
         sf_cuda_kernel *k = elem_kernel(g, -1, res->ndim, res->shape);
         pw_arg pa = {nodes, n};
-        if (!emit_elem_kernel(g, k, body_pointwise, &pa, true)) return too_many(msg, msglen);
+        if (!emit_elem_kernel(g, k, body_pointwise, &pa, true, pw_batch_max(f, nodes, n)))
+            return too_many(msg, msglen);
         return SCANFUSE_OK;
     }
     SF_ASSERT(n == 1);
@@ -463,13 +490,13 @@ static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor,
         k = elem_kernel(g, ni, res->ndim, res->shape);
         sf_cg_operand(k, nd->in[0], SF_CUOP_OWN, 0, false);
         sf_cg_operand(k, nd->out[0], SF_CUOP_ITER, 0, true);
-        emit_elem_kernel(g, k, body_pad, (void *)nd, false);
+        emit_elem_kernel(g, k, body_pad, (void *)nd, false, 1);
         return SCANFUSE_OK;
     case SF_OP_triu: case SF_OP_tril:
         k = elem_kernel(g, ni, res->ndim, res->shape);
         sf_cg_operand(k, nd->in[0], SF_CUOP_ITER, 0, false);
         sf_cg_operand(k, nd->out[0], SF_CUOP_ITER, 0, true);
-        emit_elem_kernel(g, k, body_tri, (void *)nd, false);
+        emit_elem_kernel(g, k, body_tri, (void *)nd, false, 1);
         return SCANFUSE_OK;
     case SF_OP_matmul: {
         k = elem_kernel(g, ni, res->ndim, res->shape);
@@ -478,7 +505,7 @@ static scanfuse_status emit_group(sf_cg *g, const int *nodes, int n, int anchor,
         sf_cg_operand(k, nd->out[0], SF_CUOP_ITER, 0, true);
         const sf_value *x = &f->values[nd->in[0]];
         k->aux[2] = x->shape[x->ndim - 1];
-        emit_elem_kernel(g, k, body_matmul, (void *)nd, false);
+        emit_elem_kernel(g, k, body_matmul, (void *)nd, false, 1);
         return SCANFUSE_OK;
     }
     default:
@@ -532,12 +559,12 @@ static void emit_setup(sf_cg *g, int ni) {
             k->reshape_copy = true;
             sf_cg_operand(k, n->in[0], SF_CUOP_OWN, 0, false);
             sf_cg_operand(k, v, SF_CUOP_ITER, 0, true);
-            emit_elem_kernel(g, k, body_reshape, (void *)&f->values[n->in[0]], false);
+            emit_elem_kernel(g, k, body_reshape, (void *)&f->values[n->in[0]], false, 1);
         } else if (kind == SF_CUV_FULL || kind == SF_CUV_BUFFER) {
             bool one = kind == SF_CUV_FULL;
             sf_cuda_kernel *k = elem_kernel(g, ni, one ? 0 : res->ndim, res->shape);
             sf_cg_operand(k, v, one ? SF_CUOP_OWN : SF_CUOP_ITER, 0, true);
-            emit_elem_kernel(g, k, body_create, (void *)n, !one);
+            emit_elem_kernel(g, k, body_create, (void *)n, !one, ELEM_MAX_U);
         }
     }
     g->seg = saved;
@@ -875,7 +902,7 @@ static scanfuse_status generate(const sf_program *p, sf_cuda_plan *pl, const boo
         sf_cg_operand(k, f->outputs[o], SF_CUOP_ITER, 0, false);
         int op = sf_cg_operand(k, f->outputs[o], SF_CUOP_ITER, 0, true);
         k->ops[op].out_index = o;
-        if (sf_value_numel(v) > 0) emit_elem_kernel(&g, k, body_copy, NULL, true);
+        if (sf_value_numel(v) > 0) emit_elem_kernel(&g, k, body_copy, NULL, true, ELEM_MAX_U);
     }
     free(in_seg);
     free(list);

@@ -60,6 +60,9 @@ extern const char *const sf_cuda_rake_skeleton[];
 /* OpProdF and sf_pxf_val (cuda_prelude.c), emitted only by cumprod of narrow floats in
  * rows longer than a warp's (cuda_scan.c). */
 extern const char *const sf_cuda_prod_narrow[];
+/* OpSumDN (cuda_prelude.c), emitted only by float sums and means of float32, float16 or
+ * bfloat16 elements (cuda_reduce.c). */
+extern const char *const sf_cuda_sum_narrow[];
 
 /* A compiled image (cubin, or PTX for the driver to JIT); data is malloc'd. */
 typedef struct sf_cuda_image {

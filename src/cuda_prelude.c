@@ -732,3 +732,35 @@ const char *const sf_cuda_prod_narrow[] = {
     "}",
     "#endif",
     NULL};
+
+/* Float sums and means whose elements are float32, float16 or bfloat16 values (at most
+ * 2^128 in magnitude, or an infinity or NaN): emitted before the Io of such a reduction
+ * only (cuda_reduce.c), so that no other kernel's text, or cache key, changes. */
+const char *const sf_cuda_sum_narrow[] = {
+    "#ifndef SF_SUM_NARROW",
+    "#define SF_SUM_NARROW",
+    "// OpSumDD for a reduction's run over elements of at most 2^128 in magnitude.  step adds",
+    "// an element (lo = 0) by TwoSum: hi the plain double sum, lo the sum of the exact",
+    "// rounding errors, with no renormalisation and no finiteness tests (Ogita-Rump-Oishi",
+    "// Sum2): six DADDs an element, one of them on the chain from one element to the next,",
+    "// where sf_dd_add is eleven dependent ones and two tests.  A run (sf_red_run) takes",
+    "// every element of a batch but its last by step, that one by op, which renormalises.",
+    "// Within a run hi stays finite unless an element is an infinity or NaN (any count of",
+    "// elements of at most 2^128 sums far below double's range), so the rounding errors are",
+    "// finite; an infinity",
+    "// or NaN makes hi itself that (IEEE addition), lo is then NaN, and op's first test keeps",
+    "// hi and drops lo.  Different bits from OpSumDD's in the last places of lo, within the",
+    "// same 2^-40 bound (Sum2's error over a batch of B is about B^2 2^-106 of the sum of its",
+    "// magnitudes).",
+    "struct OpSumDN : OpSumDD {",
+    "    static constexpr int LAZY = 1 << 20;  /* sf_seq: op only at a batch's last element */",
+    "    static __device__ __forceinline__ T step(const T& a, const T& b) {",
+    "        const double s = a.hi + b.hi, bp = s - a.hi;",
+    "        T r;",
+    "        r.hi = s;",
+    "        r.lo = a.lo + ((a.hi - (s - bp)) + (b.hi - bp));",
+    "        return r;",
+    "    }",
+    "};",
+    "#endif",
+    NULL};

@@ -172,6 +172,12 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     case SF_OP_mean:
         if (fl) {
             op = "OpSumDD";
+            /* elements of at most 4 bytes: a run adds them by TwoSum and renormalises
+             * once a batch (OpSumDN; sum_lazy=0: OpSumDD's add an element) */
+            if (cdt != SCANFUSE_FLOAT64 && sf_cg_tune("sum_lazy", 1) != 0) {
+                op = "OpSumDN";
+                defs = sf_cuda_sum_narrow;
+            }
             tsize = 16;
             elem = "sf_dd_make(x)";
             /* the value is the result rounded to its dtype (once: sf_dd_fin's round-to-odd

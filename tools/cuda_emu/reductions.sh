@@ -5,8 +5,8 @@
 # block) against the reference evaluator, bit for bit: a block a row (rows of more than
 # 2048), a warp a row (shorter rows), a thread per output down the columns (split, then
 # combined), long vectors (split across blocks; past 64 splits combined by a block,
-# sf_red_finish_block); sums (float sums in double-double
-# rounded once, so equal to the exact reference), products, max, min, argmax, argmin,
+# sf_red_finish_block); sums (float sums in double-double, narrow elements added by TwoSum
+# within a batch, OpSumDN, rounded once, so equal to the exact reference), products, max, min, argmax, argmin,
 # means, integers; special values (ties 1) and the strided path (noflags 1).  Every run is
 # taken in batches of U loads (sf_red_run; red_u=1, 3, 5 and the default 8), runs that end
 # mid-batch included.  Float products: exact powers of two whose running product leaves
@@ -47,6 +47,9 @@ for p in srow swarp scol svec svecb mvecb avecb mrow f64col irow icol fused maxr
     emu $p red_u=5 0 0 0 1 # strided
 done
 for p in srow scol svecb argcol; do emu $p red_u=1; done # one load at a time, as before
+# float sums of narrow elements add by TwoSum within a batch (OpSumDN, sum_lazy=1, the
+# default); sum_lazy=0 is OpSumDD's add an element (the same values rounded once)
+for p in srow swarp svecb mrow fused; do emu $p sum_lazy=0; done
 # products of exact powers of two (any order of the multiplies gives the same bits): the
 # running product leaves double's range and comes back; float32 (lazy), float64 (eager)
 prog p2row 'input x: int32[11, 6001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, float32), dim=1)\noutput y\n'
