@@ -66,11 +66,11 @@ typedef void (*elem_body)(sf_cg_ectx *e, void *arg);
  * of bfloat16, where the H200 needs about 30 KB at its copy rate.  With batches the
  * kernels take 48-64 registers (4-5 blocks an SM), so 20-64 KB (NOTES session 37).
  * A body that calls a double math function (exp, log, tanh, pow, ...: ELEM_HEAVY_U) takes
- * at most 4: at 8 float32 exps a thread the kernel held 2^26 elements 364 µs against 264
- * at 1 and 246 at 4 (H200, NOTES session 38).
+ * at most 2: float32 exp over 2^26 elements took 364 µs at 8 a thread, 226 at 4, 212 at
+ * 2 and 264 at 1 (H200, NOTES session 38).
  * Tuning elem_u=N sets it; elem_u=1: one element a step, the kernel of before. */
 #define ELEM_MAX_U 16
-#define ELEM_HEAVY_U 4
+#define ELEM_HEAVY_U 2
 static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used, int64_t n, int umax) {
     int narrow = 0;
     for (int i = 0; i < k->nops; i++) {
@@ -89,68 +89,48 @@ static int elem_batch(const sf_cg *g, const sf_cuda_kernel *k, uint32_t used, in
     return u < 1 ? 1 : u > 16 ? 16 : u;
 }
 
-/* One path of a batched element-wise kernel (emit_elem_kernel): U elements of the
- * grid-stride loop a step, i0 + kk * S for kk < U.  Every load of the batch first (the
- * ITER inputs into r<op>[kk]), then the elements' values (the body emitted in vector
- * mode: loads read r<op>[kk], stores write w<op>[kk]), then every store: the loads of
- * the next elements no longer wait behind the previous element's store, which may
- * alias them as far as the compiler knows.  contig: every ITER operand is contiguous,
- * its offset the linear index; else each offset from the element's coordinates (the
- * outputs' kept for the stores). */
-static void emit_elem_path(sf_cg *g, const sf_cuda_kernel *k, uint32_t used, bool coords, const char *vbody,
-                           bool contig) {
+/* The batches of an element-wise kernel (emit_elem_kernel) whose ITER operands are all
+ * contiguous (their offset the linear index): U elements of the grid-stride loop a step,
+ * i0 + kk * S for kk < U.  Every load of the batch first (the ITER inputs into r<op>[kk]),
+ * then the elements' values (the body emitted in vector mode: loads read r<op>[kk],
+ * stores write w<op>[kk]), then every store: the loads of the next elements no longer
+ * wait behind the previous element's store, which may alias them as far as the compiler
+ * knows. */
+static void emit_elem_path(sf_cg *g, const sf_cuda_kernel *k, uint32_t used, bool coords, const char *vbody) {
     sf_buf *src = g->src;
     const scanfuse_fusion *f = g->f;
-    /* the strided path takes its U elements US at a time (the coordinates' 64-bit
-     * divisions of a whole batch held ~110 registers a thread, against ~40 for the
-     * contiguous path's batch of 8 float32 elements); US = 1 by default (elem_us) */
-    const char *u = contig ? "U" : "US";
-    if (!contig)
-        sf_buf_puts(src, "#pragma unroll 1\nfor (int sb = 0; sb < U; sb += US) {\nconst i64 i1 = i0 + sb * S;\n");
-    const char *base = contig ? "i0" : "i1";
     for (int i = 0; i < k->nops; i++) {
         if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[i].value].dtype);
-        sf_buf_printf(src, "%s %c%d[%s];\n", raw, k->ops[i].out ? 'w' : 'r', i, u);
-        if (!contig && k->ops[i].out) sf_buf_printf(src, "i64 o%d[US];\n", i);
+        sf_buf_printf(src, "%s %c%d[U];\n", raw, k->ops[i].out ? 'w' : 'r', i);
     }
-    sf_buf_printf(src, "#pragma unroll\nfor (int kk = 0; kk < %s; ++kk) {\nconst i64 i = %s + kk * S;\nif (i >= N) break;\n", u, base);
-    if (!contig) sf_cg_coords(src, "c", "i", k->ndim, sf_cg_iota_dims, k->shape);
+    static const char *const step = "#pragma unroll\nfor (int kk = 0; kk < U; ++kk) {\nconst i64 i = i0 + kk * S;\n"
+                                    "if (i >= N) break;\n";
+    sf_buf_puts(src, step);
     for (int i = 0; i < k->nops; i++) {
-        if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER) continue;
+        if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER || k->ops[i].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[i].value].dtype);
-        if (k->ops[i].out) {
-            if (contig) continue;
-            sf_buf_printf(src, "o%d[kk] = ", i);
-        } else {
-            sf_buf_printf(src, "r%d[kk] = ((const %s*)a.ptr[%d])[", i, raw, i);
-        }
-        if (contig) sf_buf_puts(src, "i");
-        else sf_cg_offset(src, "c", i, k->ndim, sf_cg_iota_dims, k->shape);
-        sf_buf_puts(src, k->ops[i].out ? ";\n" : "];\n");
+        sf_buf_printf(src, "r%d[kk] = ((const %s*)a.ptr[%d])[i];\n", i, raw, i);
     }
-    sf_buf_printf(src, "}\n#pragma unroll\nfor (int kk = 0; kk < %s; ++kk) {\nconst i64 i = %s + kk * S;\nif (i >= N) break;\n(void)i;\n",
-                  u, base);
+    sf_buf_printf(src, "}\n%s(void)i;\n", step);
     if (coords) sf_cg_coords(src, "c", "i", k->ndim, sf_cg_iota_dims, k->shape);
     sf_buf_puts(src, vbody);
-    sf_buf_printf(src, "}\n#pragma unroll\nfor (int kk = 0; kk < %s; ++kk) {\nconst i64 i = %s + kk * S;\nif (i >= N) break;\n(void)i;\n",
-                  u, base);
+    sf_buf_printf(src, "}\n%s(void)i;\n", step);
     for (int i = 0; i < k->nops; i++) {
         if (!(used >> i & 1u) || k->ops[i].mode != SF_CUOP_ITER || !k->ops[i].out) continue;
         const char *raw = sf_cg_rawtype(f->values[k->ops[i].value].dtype);
-        if (contig) sf_buf_printf(src, "((%s*)a.ptr[%d])[i] = w%d[kk];\n", raw, i, i);
-        else sf_buf_printf(src, "((%s*)a.ptr[%d])[o%d[kk]] = w%d[kk];\n", raw, i, i, i);
+        sf_buf_printf(src, "((%s*)a.ptr[%d])[i] = w%d[kk];\n", raw, i, i);
     }
-    sf_buf_puts(src, contig ? "}\n" : "}\n}\n");
+    sf_buf_puts(src, "}\n");
 }
 
 /* Appends an element-wise kernel over k's shape: a grid-stride loop whose body `body`
  * writes through the element context.  With fast = true, the offsets of the ITER
  * operands are the linear index when the run finds every one of them contiguous (one
  * uniform branch), and the loop takes batches of elem_batch elements a thread
- * (emit_elem_path; the body emitted a second time, in vector mode), with the one-element
- * loop kept under SF_ELEM_ONE for the SMALL kernels' copies.  Returns false when an
- * operand did not fit. */
+ * (emit_elem_path; the body emitted a second time, in vector mode); the one-element
+ * loop follows for launches with a strided operand and for the SMALL kernels' copies
+ * (SF_ELEM_ONE).  Returns false when an operand did not fit. */
 /* Emits `body` into *b through a fresh element context *e (vector mode: vec), which the
  * caller then reads (operands used, coordinates, overflow).  False when out of memory. */
 static bool emit_elem_body(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *arg, bool vec, sf_buf *b,
@@ -188,8 +168,12 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         if (fast) k->fast_mask |= 1u << i;
     }
     /* the bodies that take a fast path (pointwise groups, copies, arange/iota) also take
-     * batches: emitted again in vector mode, the same values and operands */
-    int U = fast ? elem_batch(g, k, e.used_ops, n, umax) : 1;
+     * batches where every operand is contiguous: emitted again in vector mode, the same
+     * values and operands.  A strided operand (a broadcast weight) sends the whole launch
+     * down the one-element loop: batches of its 64-bit coordinates were slower (a float32
+     * x * w[col] over [4096, 4096]: 0.71 of copy one at a time, 0.56-0.68 in batches of 2
+     * to 8, H200, NOTES session 38) */
+    int U = fast && k->fast_mask ? elem_batch(g, k, e.used_ops, n, umax) : 1;
     if (U > 1) {
         sf_buf vb = {0};
         sf_cg_ectx ev;
@@ -206,25 +190,12 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         /* a SMALL kernel's copy of this body (cuda_small.c, emit_copy) defines
          * SF_ELEM_ONE: its phases read a few KB from L2, and the batches' registers
          * would spill in its 1024-thread block */
-        sf_buf_puts(src, "#if !SF_ELEM_ONE\n");
-        /* the strided path, US elements at a time: a float32 x * w[col] over [4096, 4096] took
-         * 0.71 of copy one at a time, 0.62 two at a time (H200, NOTES session 38) */
-        int us = sf_cg_tune("elem_us", 1);
-        us = us < 1 ? 1 : us > U ? U : us;
-        while (U % us) us--;
-        sf_buf_printf(src, "constexpr int U = %d, US = %d;\nconst i64 N = %lldll, S = (i64)gridDim.x * 256;\n", U,
-                      us, (long long)n);
-        if (k->fast_mask)
-            sf_buf_printf(src, "const bool fast = (a.flags & %uu) == %uu;\n", k->fast_mask, k->fast_mask);
+        sf_buf_printf(src, "#if !SF_ELEM_ONE\nif ((a.flags & %uu) == %uu) {\n", k->fast_mask, k->fast_mask);
+        sf_buf_printf(src, "constexpr int U = %d;\nconst i64 N = %lldll, S = (i64)gridDim.x * 256;\n", U,
+                      (long long)n);
         sf_buf_puts(src, "for (i64 i0 = (i64)blockIdx.x * 256 + threadIdx.x; i0 < N; i0 += S * U) {\n");
-        if (k->fast_mask) {
-            sf_buf_puts(src, "if (fast) {\n");
-            emit_elem_path(g, k, e.used_ops, ev.used_coords, vb.data ? vb.data : "", true);
-            sf_buf_puts(src, "} else {\n");
-        }
-        emit_elem_path(g, k, e.used_ops, ev.used_coords, vb.data ? vb.data : "", false);
-        if (k->fast_mask) sf_buf_puts(src, "}\n");
-        sf_buf_puts(src, "}\n#else\n");
+        emit_elem_path(g, k, e.used_ops, ev.used_coords, vb.data ? vb.data : "");
+        sf_buf_puts(src, "}\nreturn;\n}\n#endif\n");
         free(vb.data);
     } else {
         sf_buf_printf(src, "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n", ki);
@@ -259,7 +230,7 @@ static bool emit_elem_kernel(sf_cg *g, sf_cuda_kernel *k, elem_body body, void *
         if (fast) sf_buf_puts(src, "}\n");
     }
     if (bb.data) sf_buf_puts(src, bb.data);
-    sf_buf_puts(src, U > 1 ? "}\n#endif\n}\n\n" : "}\n}\n\n");
+    sf_buf_puts(src, "}\n}\n\n");
     free(bb.data);
     return true;
 }

@@ -341,7 +341,8 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int U = sf_cg_tune("red_u", 8);
     if (U < 1) U = 1;
     if (U > 32) U = 32;
-    if (inner && nred <= 2048) {
+    /* a warp a row up to rows of 2048 (tuning red_warp_max), a block a row past them */
+    if (inner && nred <= sf_cg_tune("red_warp_max", 2048)) {
         k->kind = SF_CUK_RED_WARP;
         int64_t blocks = sf_cg_ceil_div(nout, 8);
         k->grid = sf_cg_grid(blocks < (int64_t)sms * 64 ? blocks : (int64_t)sms * 64);

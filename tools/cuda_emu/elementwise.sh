@@ -8,8 +8,8 @@
 # noflags 1 below takes the strided path instead), gathers fused into the chain, several
 # outputs, integer division by zero (its error slot), sizes that end mid-batch and ones
 # under a block; special values (ties 1) and the strided path for every operand (noflags
-# 1, one or two elements at a time: elem_us); one element a step (the default at these
-# sizes) and batches of 3, 5, 8 and 16.
+# 1: a batched kernel's launch with a strided operand takes its one-element loop); one
+# element a step (the default at these sizes) and batches of 3, 5, 8 and 16.
 # No GPU needed: a CTest (cuda_emu_elementwise) when g++ is there.  BUILD (default:
 # build) holds libscanfuse.a.  Exit status: the failures.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,8 +30,7 @@ prog ar 'input x: float32[4099]\ny = mul(x, arange(0, 4099, dtype=float32))\nout
 for p in f32bc exp b16 f64 ints sel tiny ar; do
     for tune in pdl=1 elem_u=3 elem_u=8 elem_u=16; do emu $p $tune; done
     emu $p elem_u=8 0 1 0 0   # special values (NaN, infinities, signed zeros)
-    emu $p elem_u=8 0 0 0 1   # strided, one element at a time (elem_us=1, the default)
-    emu $p elem_u=8,elem_us=2 0 0 0 1 # strided, two at a time
+    emu $p elem_u=8 0 0 0 1   # strided: the one-element loop of a batched kernel
 done
 # past the threshold: batches by default (2 here)
 prog big 'input x: bfloat16[600001]\ninput w: float32[600001]\ny = mul(cast(x, float32), w)\noutput y\n'
