@@ -3,7 +3,7 @@
 # sf_red_* in cuda_skeletons.c) run on the CPU (run.sh with EMU_RED=1: the first reduction
 # kernel of each program, then the kernel that combines its splits, each as a grid of one
 # block) against the reference evaluator, bit for bit: a block a row (rows of more than
-# 2048), a warp a row (shorter rows), a thread per output down the columns (split, then
+# 2048, or 4096 for max/min/arg* and 2-byte float sums), a warp a row (shorter rows), a thread per output down the columns (split, then
 # combined), long vectors (split across blocks; past 64 splits combined by a block,
 # sf_red_finish_block); sums (float sums in double-double, narrow elements added by TwoSum
 # within a batch, OpSumDN, rounded once, so equal to the exact reference), products, max, min, argmax, argmin,
@@ -41,7 +41,12 @@ prog mincol 'input x: bfloat16[2500, 48]\ny = min(x, dim=0)\noutput y\n'
 prog argrow 'input x: float32[23, 3001]\ny = argmax(x, dim=1)\noutput y\n'
 prog argcol 'input x: int32[2100, 40]\ny = argmin(x, dim=0)\noutput y\n'
 prog argvec 'input x: float16[70001]\ny = argmax(x)\noutput y\n'
-for p in srow swarp scol svec svecb mvecb avecb mrow f64col irow icol fused maxrow mincol argrow argcol argvec; do
+# rows of 2049-4096 a warp a row: max/min/argmax/argmin of at most 4 bytes, float sums
+# and means of 2-byte elements
+prog maxw4 'input x: float32[19, 4096]\ny = max(x, dim=1)\noutput y\n'
+prog argw4 'input x: float16[11, 3001]\ny = argmin(x, dim=1)\noutput y\n'
+prog sumw4 'input x: bfloat16[13, 3999]\ny = mean(x, dim=1)\noutput y\n'
+for p in srow swarp scol svec svecb mvecb avecb mrow f64col irow icol fused maxrow mincol argrow argcol argvec maxw4 argw4 sumw4; do
     for tune in pdl=1 red_u=3; do emu $p $tune; done
     emu $p pdl=1 0 1 0 0   # special values (NaN, infinities, signed zeros)
     emu $p red_u=5 0 0 0 1 # strided
