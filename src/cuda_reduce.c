@@ -55,6 +55,39 @@ static const char *const red_finish_block[] = {
     "#endif",
     NULL};
 
+/* The combine of a few splits (at most 64, or any count down the columns), a thread an
+ * output, with U partials in flight: sf_red_finish (cuda_skeletons.c) waits for each load
+ * before the next (the fold between them), so 66 splits of 4096 column sums were ~66
+ * L2 round trips in a row, by estimate most of a [4096, 4096] column reduction's 43-48
+ * µs (NOTES session 38 entry 4; not yet measured).  The same folds in the same order:
+ * the same bits.  Emitted only into the programs that use it. */
+static const char *const red_finish_u[] = {
+    "#ifndef SF_RED_FINISH_U",
+    "#define SF_RED_FINISH_U",
+    "// sf_red_finish's folds, U partial loads issued before each U folds.",
+    "template <class Op, class Io, int U>",
+    "__device__ __forceinline__ void sf_red_finish_u(const sf_args& a, i64 nout, i64 nsplit, bool by_out) {",
+    "    typedef typename Op::T T;",
+    "    const T* part = (const T*)a.scratch;",
+    "    const i64 step = by_out ? 1 : nout;",
+    "    for (i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x; o < nout; o += (i64)gridDim.x * blockDim.x) {",
+    "        const T* p = part + (by_out ? o * nsplit : o);",
+    "        T acc = Op::id();",
+    "        i64 s = 0;",
+    "        for (; s + U <= nsplit; s += U) {",
+    "            T x[U];",
+    "#pragma unroll",
+    "            for (int u = 0; u < U; ++u) x[u] = p[(s + u) * step];",
+    "#pragma unroll",
+    "            for (int v = 0; v < U; ++v) acc = Op::op(acc, x[v]);",
+    "        }",
+    "        for (; s < nsplit; ++s) acc = Op::op(acc, p[s * step]);",
+    "        Io::st(a, o, acc);",
+    "    }",
+    "}",
+    "#endif",
+    NULL};
+
 typedef struct red_ctx {
     bool red[SF_MAX_DIMS];
 } red_ctx;
@@ -421,11 +454,22 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
             return SCANFUSE_OK;
         }
         k2->grid = sf_cg_grid(sf_cg_ceil_div(nout, 256));
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_finish<%s::Op, %s>(a, %lldll, %lldll, %s);\n}\n\n",
-                      ki + 1, io, io, (long long)nout, (long long)nsplit,
-                      k->kind == SF_CUK_RED_BLOCK ? "true" : "false");
+        /* U partials in flight a thread (red_fin_u; 1: sf_red_finish, one at a time) */
+        int fu = sf_cg_tune("red_fin_u", 8);
+        fu = fu < 1 ? 1 : fu > 16 ? 16 : fu;
+        const char *by_out = k->kind == SF_CUK_RED_BLOCK ? "true" : "false";
+        if (fu > 1) {
+            sf_cg_put_lines(src, red_finish_u);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_finish_u<%s::Op, %s, %d>(a, %lldll, %lldll, %s);\n}\n\n",
+                          ki + 1, io, io, fu, (long long)nout, (long long)nsplit, by_out);
+        } else {
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_finish<%s::Op, %s>(a, %lldll, %lldll, %s);\n}\n\n",
+                          ki + 1, io, io, (long long)nout, (long long)nsplit, by_out);
+        }
     }
     return SCANFUSE_OK;
 }

@@ -55,6 +55,9 @@ for p in srow scol svecb argcol; do emu $p red_u=1; done # one load at a time, a
 # float sums of narrow elements add by TwoSum within a batch (OpSumDN, sum_lazy=1, the
 # default); sum_lazy=0 is OpSumDD's add an element (the same values rounded once)
 for p in srow swarp svecb mrow fused; do emu $p sum_lazy=0; done
+# the splits' finish with 8 partials in flight (sf_red_finish_u, the default) and one at
+# a time (red_fin_u=1, sf_red_finish)
+for p in scol icol argcol; do emu $p red_fin_u=1; done
 # products of exact powers of two (any order of the multiplies gives the same bits): the
 # running product leaves double's range and comes back; float32 (lazy), float64 (eager)
 prog p2row 'input x: int32[11, 6001]\nq = pow(2.0, mul(cast(x, float64), 3.0))\ny = prod(cast(q, float32), dim=1)\noutput y\n'
