@@ -3,7 +3,8 @@
  * backend, with the pointwise prologue and epilogue of their segment fused in: the
  * kernel shape from the static shape, and the per-kernel `Io` struct the reduction
  * skeletons (cuda_skeletons.c: sf_red_*) are instantiated with.  Float sums and means
- * accumulate in double-double, products in double with a carried power of two (sf_px_*),
+ * accumulate in double-double (a thread's run of float32, float16 or bfloat16 elements by
+ * TwoSum, OpSumDN), products in double with a carried power of two (sf_px_*),
  * integers in wrapping int64; the operators are the prelude's (cuda_prelude.c).
  *
  * Reductions see the input as nout outputs x nred reduced elements, reduced in a fixed
@@ -383,9 +384,9 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
      * red_warp_max sets the bound. */
     int64_t warp_max = 2048;
     const int xsz = (int)scanfuse_dtype_size(xdt);
-    if ((n->op != SF_OP_sum && n->op != SF_OP_mean && n->op != SF_OP_prod && xsz <= 4) ||
-        ((n->op == SF_OP_sum || n->op == SF_OP_mean) && fl && xsz <= 2))
-        warp_max = 4096;
+    const bool extreme = n->op == SF_OP_max || n->op == SF_OP_min || arg;
+    const bool fsum = (n->op == SF_OP_sum || n->op == SF_OP_mean) && fl;
+    if ((extreme && xsz <= 4) || (fsum && xsz <= 2)) warp_max = 4096;
     warp_max = sf_cg_tune("red_warp_max", (int)warp_max);
     if (inner && nred <= warp_max) {
         k->kind = SF_CUK_RED_WARP;
