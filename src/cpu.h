@@ -342,8 +342,11 @@ extern int64_t sf_cpu_scan_mt_min_bytes, sf_cpu_scan_nt_min_bytes;
  * split over threads, before computing it itself (0 in tests: always). */
 extern double sf_cpu_scan_wait_s;
 
-/* sum, prod, max, min, mean, argmax, argmin. */
+/* sum, prod, max, min, mean, argmax, argmin, on the calling thread; _mt: a reduction
+ * down the columns (a kept dim has the smallest stride) on up to `threads` threads of the
+ * pool, each taking whole blocks of outputs (the same bytes for every thread count). */
 void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work);
+void sf_cpu_reduce_mt(const sf_node *node, const sf_view *in, const sf_view *out, void *work, int threads);
 
 /* The dims of a reduction over `in` split in two (red[e]: dim e is reduced): the kept
  * dims' shape, input strides and contiguous output strides, the reduced dims' shape and

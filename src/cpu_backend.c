@@ -197,7 +197,9 @@ static bool value_bytes(const sf_value *v, int64_t *bytes) {
  * outputs each) then run on the pool's threads (an argmax over the rows of [2048, 2048]
  * float32: 5.6 ms op by op, 2.8 ms tiled on 2 cores; the same bytes, NOTES session 37).
  * Not a reduction down the columns: its tiles are narrow column blocks, read a short
- * piece a row (a product over dim 0 of [2048, 2048] ran slower tiled).
+ * piece a row (a product over dim 0 of [2048, 2048] ran slower tiled); op by op it
+ * spreads its blocks of 512 outputs over the pool instead (sf_cpu_reduce_mt: 2x on 2
+ * cores, NOTES session 38 entry 5).
  * Otherwise its nodes run op by op on whole values. */
 static bool segment_is_tiled(const scanfuse_fusion *f, const sf_segment *seg) {
     if (seg->kind == SF_SEG_OPAQUE || seg->kind == SF_SEG_SMALL) return false;
@@ -559,7 +561,7 @@ static scanfuse_status cpu_exec_node(cpu_run *r, int i) {
     case SF_OP_sum: case SF_OP_prod: case SF_OP_max: case SF_OP_min: case SF_OP_mean:
     case SF_OP_argmax: case SF_OP_argmin:
         val_result(r, o0);
-        sf_cpu_reduce(n, &in[0], &r->vals[o0].v, work);
+        sf_cpu_reduce_mt(n, &in[0], &r->vals[o0].v, work, r->plan->threads);
         return SCANFUSE_OK;
     case SF_OP_matmul:
         val_result(r, o0);

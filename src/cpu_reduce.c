@@ -22,6 +22,7 @@
  * ("column mode", when a kept dim has the smallest stride).
  */
 #include "cpu.h"
+#include "cpu_threads.h"
 
 #include <math.h>
 #include <string.h>
@@ -379,7 +380,60 @@ void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp) {
     }
 }
 
+/* Column mode (neighbouring outputs advance together, one reduced position per tile)
+ * over the blocks of up to SF_CPU_BLOCK outputs b with b % nthreads == tid: each output's
+ * reduced elements in the same order whatever the thread count, so the same bytes. */
+typedef struct red_cols_job {
+    const sf_view *in, *out;
+    const sf_red_split *sp;
+    red_kind k;
+    scanfuse_dtype cv;
+    double count;
+    red_work *w0; /* thread 0's work area (the others use their own) */
+} red_cols_job;
+
+static void red_cols(void *ctx, int tid, int nthreads) {
+    const red_cols_job *jb = ctx;
+    const sf_red_split *sp = jb->sp;
+    const sf_view *in = jb->in;
+    const red_kind k = jb->k;
+    red_work local, *w = tid == 0 ? jb->w0 : &local;
+    w->lanes = false;
+    const int64_t *ksp[2] = {sp->kin, sp->kout};
+    const int64_t *rsp[1] = {sp->rin};
+    sf_cpu_iter kit, rit;
+    int64_t koffs[2], roffs[1], m, K;
+    sf_cpu_iter_init(&kit, sp->nk, sp->kshape, 2, ksp);
+    for (int64_t b = 0; (m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0; b++) {
+        if (b % nthreads != tid) continue;
+        int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
+        red_init(w, k, m);
+        sf_cpu_iter_init(&rit, sp->nr, sp->rshape, 1, rsp);
+        int64_t r = 0;
+        while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
+            int64_t rs = sf_cpu_iter_stride(&rit, 0);
+            for (int64_t t = 0; t < K; t++, r++) {
+                int64_t off = koffs[0] + roffs[0] + t * rs;
+                if (red_float_input(k))
+                    sf_cpu_gather_f64(in->data, in->dtype, off, s_in, m, jb->cv, w->xf);
+                else
+                    sf_cpu_gather_i64(in->data, in->dtype, off, s_in, m, jb->cv, w->xi);
+                red_tile(w, k, 1, m, r);
+            }
+        }
+        red_finish(w, k, jb->out->dtype, jb->count, jb->out, koffs[1], s_out, m);
+    }
+}
+
+/* Column mode runs on the pool past this many input elements (and with 2 blocks of
+ * outputs or more); below it a thread's wake-up costs more than it saves. */
+#define RED_COLS_MT_MIN ((int64_t)1 << 16)
+
 void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, void *work) {
+    sf_cpu_reduce_mt(node, in, out, work, 1);
+}
+
+void sf_cpu_reduce_mt(const sf_node *node, const sf_view *in, const sf_view *out, void *work, int threads) {
     const sf_attrs *a = &node->a;
     int nd = in->ndim;
     bool reduced[SF_MAX_DIMS] = {false};
@@ -423,31 +477,18 @@ void sf_cpu_reduce(const sf_node *node, const sf_view *in, const sf_view *out, v
     const int64_t *ksp[2] = {sp.kin, sp.kout};
     const int64_t *rsp[1] = {sp.rin};
     sf_cpu_iter kit, rit;
-    int64_t koffs[2], roffs[1], m, K;
+    int64_t koffs[2], roffs[1], K;
     double count = (double)sp.rcount;
 
     w->lanes = false;
     if (sp.kmin < sp.rmin) {
-        /* Column mode: neighbouring outputs advance together, one position per tile. */
-        sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
-        while ((m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0) {
-            int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
-            red_init(w, k, m);
-            sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
-            int64_t r = 0;
-            while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
-                int64_t rs = sf_cpu_iter_stride(&rit, 0);
-                for (int64_t t = 0; t < K; t++, r++) {
-                    int64_t off = koffs[0] + roffs[0] + t * rs;
-                    if (red_float_input(k))
-                        sf_cpu_gather_f64(in->data, in->dtype, off, s_in, m, cv, w->xf);
-                    else
-                        sf_cpu_gather_i64(in->data, in->dtype, off, s_in, m, cv, w->xi);
-                    red_tile(w, k, 1, m, r);
-                }
-            }
-            red_finish(w, k, out->dtype, count, out, koffs[1], s_out, m);
-        }
+        red_cols_job jb = {in, out, &sp, k, cv, count, w};
+        const int64_t nout = sf_numel(sp.nk, sp.kshape);
+        const int64_t blocks = (nout + SF_CPU_BLOCK - 1) / SF_CPU_BLOCK;
+        int nt = threads > 1 && nout * sp.rcount >= RED_COLS_MT_MIN ? threads : 1;
+        if (nt > blocks) nt = (int)blocks;
+        if (nt > 1) sf_pool_run(nt, red_cols, &jb);
+        else red_cols(&jb, 0, 1);
     } else {
         /* Row mode: one output at a time, runs of its reduced elements per tile. */
         w->lanes = (k == R_SUM_F || k == R_MEAN) && sp.rcount > SF_SUM_LANES_MIN;

@@ -18,7 +18,8 @@
  * Integers: cumsum and sum bit-exact including int32/int16/uint8 result wrap-around and
  * int64 wrap (expected values computed with unsigned arithmetic here).
  * Determinism: the same input run 3 times gives identical bytes, and
- * scanfuse_options.threads 1, 2, 3, 7 give the same bytes as the default.
+ * scanfuse_options.threads 1, 2, 3, 7 give the same bytes as the default (scans, sums, and
+ * reductions down the columns, whose blocks of outputs spread over the threads).
  * The CPU's vector paths of row reductions: sums in lanes give bytes that depend on the
  * positions only (cuts, layouts, threads), and row max, min, argmax and argmin give the
  * scalar rules' bytes and indices (NaN payloads, signed zeros).
@@ -548,6 +549,14 @@ static void determinism(void) {
     determinism_case(SCANFUSE_FLOAT32, 3, s4, "sum(x, dim=[0, 2])");
     determinism_case(SCANFUSE_FLOAT64, 1, s1, "cumprod(x, dim=0)");
     determinism_case(SCANFUSE_FLOAT32, 1, s1, "logcumsumexp(x, dim=0)");
+    /* reductions down the columns: blocks of 512 outputs spread over the pool's threads
+     * (sf_cpu_reduce_mt), 1100 outputs so a block of 76 ends them */
+    int64_t s5[2] = {1500, 1100};
+    determinism_case(SCANFUSE_FLOAT32, 2, s5, "sum(x, dim=0)");
+    determinism_case(SCANFUSE_BFLOAT16, 2, s5, "mean(x, dim=0)");
+    determinism_case(SCANFUSE_FLOAT64, 2, s5, "prod(x, dim=0)");
+    determinism_case(SCANFUSE_FLOAT32, 2, s5, "max(x, dim=0)");
+    determinism_case(SCANFUSE_FLOAT16, 2, s5, "argmin(x, dim=0)");
 }
 
 /* ---------------------------------------------------------------------------------- */
