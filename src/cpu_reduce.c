@@ -160,6 +160,60 @@ RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, cons
     for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], x[t]);
 }
 
+/* Column mode's sums: one sf_cpu_sum2_add for each of m outputs (element j of x into
+ * output j's chain), the whole groups of 8 in vector lanes as sf_cpu_sum2_lanes takes
+ * them (the same IEEE operations, so the same bytes as the scalar chain). */
+RED_CLONES static void sum2_cols(double *restrict hi, double *restrict lo, const double *restrict x, int64_t m) {
+    int64_t j = 0;
+    for (; j + SF_SUM_LANES <= m; j += SF_SUM_LANES) {
+        red_v8d s, c, v;
+        memcpy(&s, hi + j, sizeof s);
+        memcpy(&c, lo + j, sizeof c);
+        memcpy(&v, x + j, sizeof v);
+        const red_v8d u = s + v, bp = u - s;
+        const red_v8d e = (s - (u - bp)) + (v - bp);
+        const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
+        c += (red_v8d)((red_v8l)e & fin);
+        memcpy(hi + j, &u, sizeof u);
+        memcpy(lo + j, &c, sizeof c);
+    }
+    for (; j < m; j++) sf_cpu_sum2_add(&hi[j], &lo[j], x[j]);
+}
+
+/* Column mode's max (mx) or min of m outputs at one position, by the scalar rules, in
+ * vector lanes (selects, so the same bytes).  idx NULL: max/min (a NaN replaces, else a
+ * strictly greater (smaller) value); else argmax/argmin at position r (the first element
+ * starts an output, idx < 0; a NaN replaces unless the output holds one; else a strictly
+ * greater (smaller) value). */
+RED_CLONES static void extreme_cols(double *restrict h, int64_t *restrict idx, const double *restrict x, int64_t m,
+                                    int64_t r, bool mx) {
+    int64_t j = 0;
+    for (; j + SF_SUM_LANES <= m; j += SF_SUM_LANES) {
+        red_v8d hv, v;
+        memcpy(&hv, h + j, sizeof hv);
+        memcpy(&v, x + j, sizeof v);
+        const red_v8l better = mx ? v > hv : v < hv;
+        red_v8l take = (v != v) | better;
+        if (idx) {
+            red_v8l iv;
+            memcpy(&iv, idx + j, sizeof iv);
+            take = (iv < 0) | (~(hv != hv) & take);
+            iv = (take & r) | (~take & iv);
+            memcpy(idx + j, &iv, sizeof iv);
+        }
+        hv = (red_v8d)(((red_v8l)v & take) | ((red_v8l)hv & ~take));
+        memcpy(h + j, &hv, sizeof hv);
+    }
+    for (; j < m; j++) {
+        const double v = x[j];
+        const bool better = mx ? v > h[j] : v < h[j];
+        if (idx ? idx[j] < 0 || (!isnan(h[j]) && (isnan(v) || better)) : isnan(v) || better) {
+            h[j] = v;
+            if (idx) idx[j] = r;
+        }
+    }
+}
+
 /* The vector pass of maxmin_row and argext_row over the whole groups of 8 of x[0..K)
  * (K >= 8): their extreme (of equal ones, the first lane's) into *M; false when one
  * holds a NaN. */
@@ -260,6 +314,7 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     switch (k) {
     case R_SUM_F: case R_MEAN:
         if (w->lanes) sf_cpu_sum2_lanes(hi, lo, xf, K, r0);
+        else if (K == 1 && m >= SF_SUM_LANES) sum2_cols(hi, lo, xf, m);
         else TILE_LOOP(sf_cpu_sum2_add(&hi[j], &lo[j], xf[q0 + j]);)
         break;
     case R_SUM_I: TILE_LOOP(iv[j] = sf_cpu_add_i64(iv[j], xi[q0 + j]);) break;
@@ -274,10 +329,12 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     case R_PROD_I: TILE_LOOP(iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);) break;
     case R_MAX_F:
         if (m == 1) maxmin_row(&hi[0], xf, K, true);
+        else if (K == 1) extreme_cols(hi, NULL, xf, m, r0, true);
         else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;)
         break;
     case R_MIN_F:
         if (m == 1) maxmin_row(&hi[0], xf, K, false);
+        else if (K == 1) extreme_cols(hi, NULL, xf, m, r0, false);
         else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x < hi[j]) hi[j] = x;)
         break;
     case R_MAX_I: TILE_LOOP(if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];) break;
@@ -285,6 +342,10 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     case R_ARGMAX_F:
         if (m == 1) {
             argext_row(&hi[0], &idx[0], xf, K, r0, true);
+            break;
+        }
+        if (K == 1) {
+            extreme_cols(hi, idx, xf, m, r0, true);
             break;
         }
         TILE_LOOP(double x = xf[q0 + j];
@@ -296,6 +357,10 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
     case R_ARGMIN_F:
         if (m == 1) {
             argext_row(&hi[0], &idx[0], xf, K, r0, false);
+            break;
+        }
+        if (K == 1) {
+            extreme_cols(hi, idx, xf, m, r0, false);
             break;
         }
         TILE_LOOP(double x = xf[q0 + j];
@@ -383,6 +448,9 @@ void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp) {
 /* Column mode (neighbouring outputs advance together, one reduced position per tile)
  * over the blocks of up to SF_CPU_BLOCK outputs b with b % nthreads == tid: each output's
  * reduced elements in the same order whatever the thread count, so the same bytes. */
+#ifndef RED_COLS_AHEAD
+#define RED_COLS_AHEAD 4
+#endif
 typedef struct red_cols_job {
     const sf_view *in, *out;
     const sf_red_split *sp;
@@ -403,6 +471,7 @@ static void red_cols(void *ctx, int tid, int nthreads) {
     const int64_t *rsp[1] = {sp->rin};
     sf_cpu_iter kit, rit;
     int64_t koffs[2], roffs[1], m, K;
+    const int64_t esz = (int64_t)scanfuse_dtype_size(in->dtype);
     sf_cpu_iter_init(&kit, sp->nk, sp->kshape, 2, ksp);
     for (int64_t b = 0; (m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0; b++) {
         if (b % nthreads != tid) continue;
@@ -414,6 +483,10 @@ static void red_cols(void *ctx, int tid, int nthreads) {
             int64_t rs = sf_cpu_iter_stride(&rit, 0);
             for (int64_t t = 0; t < K; t++, r++) {
                 int64_t off = koffs[0] + roffs[0] + t * rs;
+                if (s_in == 1 && t + RED_COLS_AHEAD < K) {
+                    const char *q = (const char *)in->data + (off + RED_COLS_AHEAD * rs) * esz;
+                    for (int64_t c = 0; c < m * esz; c += 64) __builtin_prefetch(q + c);
+                }
                 if (red_float_input(k))
                     sf_cpu_gather_f64(in->data, in->dtype, off, s_in, m, jb->cv, w->xf);
                 else

@@ -680,8 +680,9 @@ static void lanes_layouts(void) {
 }
 
 /* Row max and min, argmax and argmin (cpu_reduce.c, maxmin_row and argext_row: groups of
- * 8 in vector lanes) against the scalar rules computed here, bit for bit, over rows of
- * 1000 (two tiles), 100 and 9: NaNs of distinct payloads (max/min: the last one stays;
+ * 8 in vector lanes), and the same as columns of [K, 9] (extreme_cols: 8 outputs in
+ * lanes, one more), against the scalar rules computed here, bit for bit, over K = 1000
+ * (two tiles), 100 and 9: NaNs of distinct payloads (max/min: the last one stays;
  * argmax/argmin: the first), in the lanes or only in the tail, zeros of both signs (of
  * equal values the first stays), infinities, extremes repeated. */
 static double nan_with(uint64_t payload) {
@@ -693,11 +694,13 @@ static double nan_with(uint64_t payload) {
 
 static void maxmin_rule_case(int64_t K) {
     enum { R = 9 };
-    int64_t shape[2] = {R, K}, oshape[1] = {R};
-    tbuf in, out, want;
+    int64_t shape[2] = {R, K}, tshape[2] = {K, R}, oshape[1] = {R};
+    tbuf in, tin, out, want;
+    memset(&tin, 0, sizeof tin);
     memset(&out, 0, sizeof out);
     memset(&want, 0, sizeof want);
-    if (!tb_init(&in, SCANFUSE_FLOAT64, 2, shape, L_CONTIG) || !tb_init(&out, SCANFUSE_FLOAT64, 1, oshape, L_CONTIG) ||
+    if (!tb_init(&in, SCANFUSE_FLOAT64, 2, shape, L_CONTIG) || !tb_init(&tin, SCANFUSE_FLOAT64, 2, tshape, L_CONTIG) ||
+        !tb_init(&out, SCANFUSE_FLOAT64, 1, oshape, L_CONTIG) ||
         !tb_init(&want, SCANFUSE_FLOAT64, 1, oshape, L_CONTIG)) {
         CHECKF(0, "out of memory");
         goto done;
@@ -719,6 +722,10 @@ static void maxmin_rule_case(int64_t K) {
         default: break;
         }
     }
+    /* the same rows as the columns of [K, 9]: column mode's 9 outputs a position (a group
+     * of 8 in vector lanes, extreme_cols, and one more) */
+    for (int r = 0; r < R; r++)
+        for (int64_t j = 0; j < K; j++) ((double *)(void *)tin.base)[j * R + r] = x[r * K + j];
     for (int mx = 0; mx < 2; mx++) { /* argmin, argmax: the rule's index */
         int64_t wi[R];
         for (int r = 0; r < R; r++) {
@@ -733,19 +740,25 @@ static void maxmin_rule_case(int64_t K) {
             }
             wi[r] = id;
         }
-        char text[128];
-        snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R, (long long)K,
-                 mx ? "argmax" : "argmin");
-        for (int threads = 1; threads <= 2; threads++) {
-            tbuf yi;
-            if (!tb_init(&yi, SCANFUSE_INT64, 1, oshape, L_CONTIG)) break;
-            bool ran = run_text(text, threads, &in, &yi) == SCANFUSE_OK;
-            for (int r = 0; r < R && ran; r++)
-                CHECKF(((int64_t *)(void *)yi.base)[r] == wi[r], "%s over rows of %lld, row %d: %lld, rule %lld",
-                       mx ? "argmax" : "argmin", (long long)K, r, (long long)((int64_t *)(void *)yi.base)[r],
-                       (long long)wi[r]);
-            CHECKF(ran, "%s: did not run", text);
-            tb_free(&yi);
+        for (int cols = 0; cols < 2; cols++) {
+            char text[128];
+            if (cols)
+                snprintf(text, sizeof text, "input x: float64[%lld, %d]\ny = %s(x, dim=0)\noutput y\n", (long long)K,
+                         R, mx ? "argmax" : "argmin");
+            else
+                snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R,
+                         (long long)K, mx ? "argmax" : "argmin");
+            for (int threads = 1; threads <= 2; threads++) {
+                tbuf yi;
+                if (!tb_init(&yi, SCANFUSE_INT64, 1, oshape, L_CONTIG)) break;
+                bool ran = run_text(text, threads, cols ? &tin : &in, &yi) == SCANFUSE_OK;
+                for (int r = 0; r < R && ran; r++)
+                    CHECKF(((int64_t *)(void *)yi.base)[r] == wi[r], "%s over %s of %lld, %d: %lld, rule %lld",
+                           mx ? "argmax" : "argmin", cols ? "columns" : "rows", (long long)K, r,
+                           (long long)((int64_t *)(void *)yi.base)[r], (long long)wi[r]);
+                CHECKF(ran, "%s: did not run", text);
+                tb_free(&yi);
+            }
         }
     }
     for (int mx = 0; mx < 2; mx++) {
@@ -758,20 +771,28 @@ static void maxmin_rule_case(int64_t K) {
             }
             w[r] = h;
         }
-        char text[128];
-        snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R, (long long)K,
-                 mx ? "max" : "min");
-        for (int threads = 1; threads <= 2; threads++) {
-            memset(out.base, 0, (size_t)R * 8);
-            bool ran = run_text(text, threads, &in, &out) == SCANFUSE_OK;
-            for (int r = 0; r < R && ran; r++)
-                CHECKF(memcmp(out.base + r * 8, want.base + r * 8, 8) == 0, "%s over rows of %lld, row %d: %a, rule %a",
-                       mx ? "max" : "min", (long long)K, r, ((double *)(void *)out.base)[r], w[r]);
-            CHECKF(ran, "%s: did not run", text);
+        for (int cols = 0; cols < 2; cols++) {
+            char text[128];
+            if (cols)
+                snprintf(text, sizeof text, "input x: float64[%lld, %d]\ny = %s(x, dim=0)\noutput y\n", (long long)K,
+                         R, mx ? "max" : "min");
+            else
+                snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R,
+                         (long long)K, mx ? "max" : "min");
+            for (int threads = 1; threads <= 2; threads++) {
+                memset(out.base, 0, (size_t)R * 8);
+                bool ran = run_text(text, threads, cols ? &tin : &in, &out) == SCANFUSE_OK;
+                for (int r = 0; r < R && ran; r++)
+                    CHECKF(memcmp(out.base + r * 8, want.base + r * 8, 8) == 0, "%s over %s of %lld, %d: %a, rule %a",
+                           mx ? "max" : "min", cols ? "columns" : "rows", (long long)K, r,
+                           ((double *)(void *)out.base)[r], w[r]);
+                CHECKF(ran, "%s: did not run", text);
+            }
         }
     }
 done:
     tb_free(&in);
+    tb_free(&tin);
     tb_free(&out);
     tb_free(&want);
 }
@@ -780,7 +801,7 @@ static void maxmin_rule(void) {
     maxmin_rule_case(1000);
     maxmin_rule_case(100);
     maxmin_rule_case(9);
-    printf("  row max, min, argmax and argmin: the scalar rules' bytes (NaN payloads, signed zeros)\n");
+    printf("  row and column max, min, argmax and argmin: the scalar rules' bytes (NaN payloads, signed zeros)\n");
 }
 
 /* ---------------------------------------------------------------------------------- */
