@@ -557,6 +557,7 @@ void sf_cpu_reduce_mt(const sf_node *node, const sf_view *in, const sf_view *out
     if (sp.kmin < sp.rmin) {
         red_cols_job jb = {in, out, &sp, k, cv, count, w};
         const int64_t nout = sf_numel(sp.nk, sp.kshape);
+        /* (at least this many blocks: outputs in several runs split into more) */
         const int64_t blocks = (nout + SF_CPU_BLOCK - 1) / SF_CPU_BLOCK;
         int nt = threads > 1 && nout * sp.rcount >= RED_COLS_MT_MIN ? threads : 1;
         if (nt > blocks) nt = (int)blocks;

@@ -692,6 +692,15 @@ static double nan_with(uint64_t payload) {
     return d;
 }
 
+/* The program of maxmin_rule_case: op over the K elements of each of R rows, or of each
+ * of R columns of the transposed input (cols). */
+static void rule_text(char *text, size_t len, const char *op, int R, int64_t K, bool cols) {
+    if (cols)
+        snprintf(text, len, "input x: float64[%lld, %d]\ny = %s(x, dim=0)\noutput y\n", (long long)K, R, op);
+    else
+        snprintf(text, len, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R, (long long)K, op);
+}
+
 static void maxmin_rule_case(int64_t K) {
     enum { R = 9 };
     int64_t shape[2] = {R, K}, tshape[2] = {K, R}, oshape[1] = {R};
@@ -742,12 +751,7 @@ static void maxmin_rule_case(int64_t K) {
         }
         for (int cols = 0; cols < 2; cols++) {
             char text[128];
-            if (cols)
-                snprintf(text, sizeof text, "input x: float64[%lld, %d]\ny = %s(x, dim=0)\noutput y\n", (long long)K,
-                         R, mx ? "argmax" : "argmin");
-            else
-                snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R,
-                         (long long)K, mx ? "argmax" : "argmin");
+            rule_text(text, sizeof text, mx ? "argmax" : "argmin", R, K, cols);
             for (int threads = 1; threads <= 2; threads++) {
                 tbuf yi;
                 if (!tb_init(&yi, SCANFUSE_INT64, 1, oshape, L_CONTIG)) break;
@@ -773,12 +777,7 @@ static void maxmin_rule_case(int64_t K) {
         }
         for (int cols = 0; cols < 2; cols++) {
             char text[128];
-            if (cols)
-                snprintf(text, sizeof text, "input x: float64[%lld, %d]\ny = %s(x, dim=0)\noutput y\n", (long long)K,
-                         R, mx ? "max" : "min");
-            else
-                snprintf(text, sizeof text, "input x: float64[%d, %lld]\ny = %s(x, dim=1)\noutput y\n", R,
-                         (long long)K, mx ? "max" : "min");
+            rule_text(text, sizeof text, mx ? "max" : "min", R, K, cols);
             for (int threads = 1; threads <= 2; threads++) {
                 memset(out.base, 0, (size_t)R * 8);
                 bool ran = run_text(text, threads, cols ? &tin : &in, &out) == SCANFUSE_OK;
