@@ -282,13 +282,16 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
         sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
         int64_t r = 0;
         while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
-            sf_cpu_f32_load(in->data, in->dtype, koffs[0] + roffs[0], sf_cpu_iter_stride(&rit, 0), K, x);
+            const int64_t rs = sf_cpu_iter_stride(&rit, 0);
+            const float *xs = x;
+            if (in->dtype == SCANFUSE_FLOAT32 && rs == 1) /* read in place */
+                xs = (const float *)(const void *)((const char *)in->data + (koffs[0] + roffs[0]) * 4);
+            else
+                sf_cpu_f32_load(in->data, in->dtype, koffs[0] + roffs[0], rs, K, x);
             if (lanes) {
-                double xd[SF_CPU_BLOCK];
-                for (int64_t t = 0; t < K; t++) xd[t] = (double)x[t];
-                sf_cpu_sum2_lanes(hi, lo, xd, K, r);
+                sf_cpu_sum2_lanes_f32(hi, lo, xs, K, r);
             } else {
-                for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)x[t]);
+                for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)xs[t]);
             }
             r += K;
         }

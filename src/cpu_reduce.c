@@ -160,6 +160,36 @@ RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, cons
     for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], x[t]);
 }
 
+/* sf_cpu_sum2_lanes of float32 values, each widened to double in the register (exact),
+ * so a float32 row needs no double copy first (cpu_fused_f32.c). */
+typedef float red_v8f __attribute__((vector_size(8 * sizeof(float))));
+RED_CLONES void sf_cpu_sum2_lanes_f32(double *restrict hi, double *restrict lo, const float *restrict x, int64_t K,
+                                      int64_t r0) {
+    int64_t t = 0;
+    for (; t < K && ((r0 + t) % SF_SUM_LANES) != 0; t++) {
+        const int l = (int)((r0 + t) % SF_SUM_LANES);
+        sf_cpu_sum2_add(&hi[l], &lo[l], (double)x[t]);
+    }
+    if (t + SF_SUM_LANES <= K) {
+        red_v8d s, c;
+        memcpy(&s, hi, sizeof s);
+        memcpy(&c, lo, sizeof c);
+        for (; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
+            red_v8f f;
+            memcpy(&f, x + t, sizeof f);
+            const red_v8d v = __builtin_convertvector(f, red_v8d);
+            const red_v8d u = s + v, bp = u - s;
+            const red_v8d e = (s - (u - bp)) + (v - bp);
+            const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
+            c += (red_v8d)((red_v8l)e & fin);
+            s = u;
+        }
+        memcpy(hi, &s, sizeof s);
+        memcpy(lo, &c, sizeof c);
+    }
+    for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], (double)x[t]);
+}
+
 /* Column mode's sums: one sf_cpu_sum2_add for each of m outputs (element j of x into
  * output j's chain), the whole groups of 8 in vector lanes as sf_cpu_sum2_lanes takes
  * them (the same IEEE operations, so the same bytes as the scalar chain). */
