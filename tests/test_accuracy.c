@@ -565,7 +565,8 @@ static void determinism(void) {
 
 /* The primitive: a row of wide-magnitude values (and an infinity) added in one call and
  * cut at random points into many (start positions not multiples of the lane count)
- * gives the same lanes, bit for bit; the fold is within DESIGN.md's bound of the exact
+ * gives the same lanes, bit for bit, and so does the float32 form on those values rounded
+ * to float32; the fold is within DESIGN.md's bound of the exact
  * sum. */
 static void lanes_primitive(void) {
     enum { N = 1000 };
@@ -593,6 +594,21 @@ static void lanes_primitive(void) {
         }
         CHECKF(memcmp(h1, h2, sizeof h1) == 0 && memcmp(l1, l2, sizeof l1) == 0,
                "trial %d: the lanes depend on where the row is cut", trial);
+        /* the float32 form (widened in the register) against the double one on the same
+         * values rounded to float32, cut at other points */
+        static float xf[N];
+        static double xw[N];
+        for (int i = 0; i < N; i++) xw[i] = xf[i] = (float)x[i];
+        double h3[SF_SUM_LANES] = {0}, l3[SF_SUM_LANES] = {0}, h4[SF_SUM_LANES] = {0}, l4[SF_SUM_LANES] = {0};
+        sf_cpu_sum2_lanes(h3, l3, xw, N, 0);
+        for (int64_t a = 0; a < N;) {
+            int64_t b = a + (int64_t)sf_test_rng_int(&rng, 1, 45);
+            if (b > N) b = N;
+            sf_cpu_sum2_lanes_f32(h4, l4, xf + a, b - a, a);
+            a = b;
+        }
+        CHECKF(memcmp(h3, h4, sizeof h3) == 0 && memcmp(l3, l4, sizeof l3) == 0,
+               "trial %d: float32 lanes differ from the double lanes of the same values", trial);
         double s, c;
         sf_cpu_sum2_lanes_fold(h1, l1, &s, &c);
         double got = sf_cpu_sum2_result(s, c, SCANFUSE_FLOAT64);
