@@ -133,13 +133,31 @@ RED_CLONES static void prod_tile_cols(double *restrict hi, int64_t *restrict iv,
  * (u - u == 0 exactly when u is finite), so every ISA gives the same bytes. */
 typedef double red_v8d __attribute__((vector_size(8 * sizeof(double))));
 typedef int64_t red_v8l __attribute__((vector_size(8 * sizeof(int64_t))));
+typedef float red_v8f __attribute__((vector_size(8 * sizeof(float))));
 _Static_assert(SF_SUM_LANES == 8, "red_v8d holds the lanes");
-RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, const double *restrict x, int64_t K,
-                                  int64_t r0) {
+
+/* One sf_cpu_sum2_add in each of 8 lanes: *s += *v, its rounding error into *c (dropped
+ * where the sum is not finite, as sf_cpu_sum2_add drops it).  Pointers, not values: a
+ * 64-byte vector passed by value would change the ABI of the non-AVX-512 clones. */
+static inline __attribute__((always_inline)) void v8_sum2(red_v8d *s, red_v8d *c, const red_v8d *v) {
+    const red_v8d u = *s + *v, bp = u - *s;
+    const red_v8d e = (*s - (u - bp)) + (*v - bp);
+    const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
+    *c += (red_v8d)((red_v8l)e & fin);
+    *s = u;
+}
+
+/* sf_cpu_sum2_lanes over doubles (xd) or float32 values widened in the register (xf,
+ * exact: a float32 row needs no double copy first, cpu_fused_f32.c); one of them NULL,
+ * a constant once inlined into the two entry points below. */
+static inline __attribute__((always_inline)) void sum2_lanes(double *restrict hi, double *restrict lo,
+                                                             const double *restrict xd, const float *restrict xf,
+                                                             int64_t K, int64_t r0) {
+#define LANE_X(t) (xd ? xd[t] : (double)xf[t])
     int64_t t = 0;
     for (; t < K && ((r0 + t) % SF_SUM_LANES) != 0; t++) {
         const int l = (int)((r0 + t) % SF_SUM_LANES);
-        sf_cpu_sum2_add(&hi[l], &lo[l], x[t]);
+        sf_cpu_sum2_add(&hi[l], &lo[l], LANE_X(t));
     }
     if (t + SF_SUM_LANES <= K) {
         red_v8d s, c;
@@ -147,47 +165,30 @@ RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, cons
         memcpy(&c, lo, sizeof c);
         for (; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
             red_v8d v;
-            memcpy(&v, x + t, sizeof v);
-            const red_v8d u = s + v, bp = u - s;
-            const red_v8d e = (s - (u - bp)) + (v - bp);
-            const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
-            c += (red_v8d)((red_v8l)e & fin);
-            s = u;
+            if (xd) {
+                memcpy(&v, xd + t, sizeof v);
+            } else {
+                red_v8f f;
+                memcpy(&f, xf + t, sizeof f);
+                v = __builtin_convertvector(f, red_v8d);
+            }
+            v8_sum2(&s, &c, &v);
         }
         memcpy(hi, &s, sizeof s);
         memcpy(lo, &c, sizeof c);
     }
-    for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], x[t]);
+    for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], LANE_X(t));
+#undef LANE_X
 }
 
-/* sf_cpu_sum2_lanes of float32 values, each widened to double in the register (exact),
- * so a float32 row needs no double copy first (cpu_fused_f32.c). */
-typedef float red_v8f __attribute__((vector_size(8 * sizeof(float))));
+RED_CLONES void sf_cpu_sum2_lanes(double *restrict hi, double *restrict lo, const double *restrict x, int64_t K,
+                                  int64_t r0) {
+    sum2_lanes(hi, lo, x, NULL, K, r0);
+}
+
 RED_CLONES void sf_cpu_sum2_lanes_f32(double *restrict hi, double *restrict lo, const float *restrict x, int64_t K,
                                       int64_t r0) {
-    int64_t t = 0;
-    for (; t < K && ((r0 + t) % SF_SUM_LANES) != 0; t++) {
-        const int l = (int)((r0 + t) % SF_SUM_LANES);
-        sf_cpu_sum2_add(&hi[l], &lo[l], (double)x[t]);
-    }
-    if (t + SF_SUM_LANES <= K) {
-        red_v8d s, c;
-        memcpy(&s, hi, sizeof s);
-        memcpy(&c, lo, sizeof c);
-        for (; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
-            red_v8f f;
-            memcpy(&f, x + t, sizeof f);
-            const red_v8d v = __builtin_convertvector(f, red_v8d);
-            const red_v8d u = s + v, bp = u - s;
-            const red_v8d e = (s - (u - bp)) + (v - bp);
-            const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
-            c += (red_v8d)((red_v8l)e & fin);
-            s = u;
-        }
-        memcpy(hi, &s, sizeof s);
-        memcpy(lo, &c, sizeof c);
-    }
-    for (; t < K; t++) sf_cpu_sum2_add(&hi[(r0 + t) % SF_SUM_LANES], &lo[(r0 + t) % SF_SUM_LANES], (double)x[t]);
+    sum2_lanes(hi, lo, NULL, x, K, r0);
 }
 
 /* Column mode's sums: one sf_cpu_sum2_add for each of m outputs (element j of x into
@@ -200,11 +201,8 @@ RED_CLONES static void sum2_cols(double *restrict hi, double *restrict lo, const
         memcpy(&s, hi + j, sizeof s);
         memcpy(&c, lo + j, sizeof c);
         memcpy(&v, x + j, sizeof v);
-        const red_v8d u = s + v, bp = u - s;
-        const red_v8d e = (s - (u - bp)) + (v - bp);
-        const red_v8l fin = (u - u) == 0.0; /* all ones where u is finite */
-        c += (red_v8d)((red_v8l)e & fin);
-        memcpy(hi + j, &u, sizeof u);
+        v8_sum2(&s, &c, &v);
+        memcpy(hi + j, &s, sizeof s);
         memcpy(lo + j, &c, sizeof c);
     }
     for (; j < m; j++) sf_cpu_sum2_add(&hi[j], &lo[j], x[j]);

@@ -568,6 +568,17 @@ static void determinism(void) {
  * gives the same lanes, bit for bit, and so does the float32 form on those values rounded
  * to float32; the fold is within DESIGN.md's bound of the exact
  * sum. */
+/* The lanes of xd[0..n) (or of xf's float32 values) added in pieces of 1 to 45 elements. */
+static void lanes_in_pieces(double *h, double *l, const double *xd, const float *xf, int64_t n, sf_test_rng *rng) {
+    for (int64_t a = 0; a < n;) {
+        int64_t b = a + (int64_t)sf_test_rng_int(rng, 1, 45);
+        if (b > n) b = n;
+        if (xd) sf_cpu_sum2_lanes(h, l, xd + a, b - a, a);
+        else sf_cpu_sum2_lanes_f32(h, l, xf + a, b - a, a);
+        a = b;
+    }
+}
+
 static void lanes_primitive(void) {
     enum { N = 1000 };
     static double x[N];
@@ -586,12 +597,7 @@ static void lanes_primitive(void) {
         if (trial == 19) x[N / 2] = INFINITY;
         double h1[SF_SUM_LANES] = {0}, l1[SF_SUM_LANES] = {0}, h2[SF_SUM_LANES] = {0}, l2[SF_SUM_LANES] = {0};
         sf_cpu_sum2_lanes(h1, l1, x, N, 0);
-        for (int64_t a = 0; a < N;) {
-            int64_t b = a + (int64_t)sf_test_rng_int(&rng, 1, 45);
-            if (b > N) b = N;
-            sf_cpu_sum2_lanes(h2, l2, x + a, b - a, a);
-            a = b;
-        }
+        lanes_in_pieces(h2, l2, x, NULL, N, &rng);
         CHECKF(memcmp(h1, h2, sizeof h1) == 0 && memcmp(l1, l2, sizeof l1) == 0,
                "trial %d: the lanes depend on where the row is cut", trial);
         /* the float32 form (widened in the register) against the double one on the same
@@ -601,12 +607,7 @@ static void lanes_primitive(void) {
         for (int i = 0; i < N; i++) xw[i] = xf[i] = (float)x[i];
         double h3[SF_SUM_LANES] = {0}, l3[SF_SUM_LANES] = {0}, h4[SF_SUM_LANES] = {0}, l4[SF_SUM_LANES] = {0};
         sf_cpu_sum2_lanes(h3, l3, xw, N, 0);
-        for (int64_t a = 0; a < N;) {
-            int64_t b = a + (int64_t)sf_test_rng_int(&rng, 1, 45);
-            if (b > N) b = N;
-            sf_cpu_sum2_lanes_f32(h4, l4, xf + a, b - a, a);
-            a = b;
-        }
+        lanes_in_pieces(h4, l4, NULL, xf, N, &rng);
         CHECKF(memcmp(h3, h4, sizeof h3) == 0 && memcmp(l3, l4, sizeof l3) == 0,
                "trial %d: float32 lanes differ from the double lanes of the same values", trial);
         double s, c;
