@@ -183,7 +183,8 @@ static inline void sf_cpu_sum2_add(double *s, double *c, double x) {
  * cycles), the lanes about one cycle.  Shorter runs (the MoE combine's slots,
  * cpu_rows.c, among them) keep one sequential chain.
  *   sf_cpu_sum2_lanes:      adds x[0..K) at positions r0 .. r0+K-1 to the lanes (hi, lo:
- *                           SF_SUM_LANES each); _f32: of float32 values, the same bytes;
+ *                           SF_SUM_LANES each); _f32: of float32 values (x aligned to 4
+ *                           bytes), the same bytes;
  *   sf_cpu_sum2_lanes_fold: the lanes as one (s, c), as sf_cpu_sum2_add leaves it. */
 #define SF_SUM_LANES 8
 #define SF_SUM_LANES_MIN 64

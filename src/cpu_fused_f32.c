@@ -283,9 +283,12 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
         int64_t r = 0;
         while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
             const int64_t rs = sf_cpu_iter_stride(&rit, 0);
+            /* a contiguous, aligned float32 run is read in place */
             const float *xs = x;
-            if (in->dtype == SCANFUSE_FLOAT32 && rs == 1) /* read in place */
-                xs = (const float *)(const void *)((const char *)in->data + (koffs[0] + roffs[0]) * 4);
+            const char *run = in->dtype == SCANFUSE_FLOAT32 && rs == 1
+                                  ? (const char *)in->data + (koffs[0] + roffs[0]) * 4 : NULL;
+            if (run && (uintptr_t)run % sizeof(float) == 0)
+                xs = (const float *)(const void *)run;
             else
                 sf_cpu_f32_load(in->data, in->dtype, koffs[0] + roffs[0], rs, K, x);
             if (lanes) {
