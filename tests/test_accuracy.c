@@ -563,11 +563,6 @@ static void determinism(void) {
 /* Row sums in lanes (cpu.h, sf_cpu_sum2_lanes): the bytes depend on the positions only */
 /* ---------------------------------------------------------------------------------- */
 
-/* The primitive: a row of wide-magnitude values (and an infinity) added in one call and
- * cut at random points into many (start positions not multiples of the lane count)
- * gives the same lanes, bit for bit, and so does the float32 form on those values rounded
- * to float32; the fold is within DESIGN.md's bound of the exact
- * sum. */
 /* The lanes of xd[0..n) (or of xf's float32 values) added in pieces of 1 to 45 elements. */
 static void lanes_in_pieces(double *h, double *l, const double *xd, const float *xf, int64_t n, sf_test_rng *rng) {
     for (int64_t a = 0; a < n;) {
@@ -579,6 +574,10 @@ static void lanes_in_pieces(double *h, double *l, const double *xd, const float 
     }
 }
 
+/* The primitive: a row of wide-magnitude values (and an infinity) added in one call and
+ * cut at random points into many (start positions not multiples of the lane count)
+ * gives the same lanes, bit for bit, and so does the float32 form on those values rounded
+ * to float32; the fold is within DESIGN.md's bound of the exact sum. */
 static void lanes_primitive(void) {
     enum { N = 1000 };
     static double x[N];
