@@ -355,48 +355,26 @@ static void red_tile(red_work *w, red_kind k, int64_t K, int64_t m, int64_t r0) 
         }
         break;
     case R_PROD_I: TILE_LOOP(iv[j] = sf_cpu_mul_i64(iv[j], xi[q0 + j]);) break;
-    case R_MAX_F:
-        if (m == 1) maxmin_row(&hi[0], xf, K, true);
-        else if (K == 1) extreme_cols(hi, NULL, xf, m, r0, true);
-        else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x > hi[j]) hi[j] = x;)
+    case R_MAX_F: case R_MIN_F: {
+        const bool mx = k == R_MAX_F;
+        if (m == 1) maxmin_row(&hi[0], xf, K, mx);
+        else if (K == 1) extreme_cols(hi, NULL, xf, m, r0, mx);
+        else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || (mx ? x > hi[j] : x < hi[j])) hi[j] = x;)
         break;
-    case R_MIN_F:
-        if (m == 1) maxmin_row(&hi[0], xf, K, false);
-        else if (K == 1) extreme_cols(hi, NULL, xf, m, r0, false);
-        else TILE_LOOP(double x = xf[q0 + j]; if (isnan(x) || x < hi[j]) hi[j] = x;)
-        break;
+    }
     case R_MAX_I: TILE_LOOP(if (xi[q0 + j] > iv[j]) iv[j] = xi[q0 + j];) break;
     case R_MIN_I: TILE_LOOP(if (xi[q0 + j] < iv[j]) iv[j] = xi[q0 + j];) break;
-    case R_ARGMAX_F:
-        if (m == 1) {
-            argext_row(&hi[0], &idx[0], xf, K, r0, true);
-            break;
-        }
-        if (K == 1) {
-            extreme_cols(hi, idx, xf, m, r0, true);
-            break;
-        }
-        TILE_LOOP(double x = xf[q0 + j];
-                  if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || x > hi[j]))) {
-                      hi[j] = x;
-                      idx[j] = r;
-                  })
+    case R_ARGMAX_F: case R_ARGMIN_F: {
+        const bool mx = k == R_ARGMAX_F;
+        if (m == 1) argext_row(&hi[0], &idx[0], xf, K, r0, mx);
+        else if (K == 1) extreme_cols(hi, idx, xf, m, r0, mx);
+        else TILE_LOOP(double x = xf[q0 + j];
+                       if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || (mx ? x > hi[j] : x < hi[j])))) {
+                           hi[j] = x;
+                           idx[j] = r;
+                       })
         break;
-    case R_ARGMIN_F:
-        if (m == 1) {
-            argext_row(&hi[0], &idx[0], xf, K, r0, false);
-            break;
-        }
-        if (K == 1) {
-            extreme_cols(hi, idx, xf, m, r0, false);
-            break;
-        }
-        TILE_LOOP(double x = xf[q0 + j];
-                  if (idx[j] < 0 || (!isnan(hi[j]) && (isnan(x) || x < hi[j]))) {
-                      hi[j] = x;
-                      idx[j] = r;
-                  })
-        break;
+    }
     case R_ARGMAX_I:
         TILE_LOOP(int64_t x = xi[q0 + j]; if (idx[j] < 0 || x > iv[j]) { iv[j] = x; idx[j] = r; })
         break;
