@@ -18,6 +18,7 @@
 # "cub": CUB's DeviceScan on the same shapes beside a copy (bench/cub_scan_ref.sh; carry
 # build/cub_scan_ref where the GPU machine has no nvcc);
 # "ops": reductions and pointwise kernels, defaults against OPS_TUNES, PyTorch beside;
+# "ncuops": Nsight Compute on the ops' cases in NCU_CASES under the defaults and NCU_TUNES;
 # (PyTorch side by side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -131,6 +132,26 @@ for s in $stages; do
              # (OPS_COMPILE=1: torch.compile too, ~5-20 s of compiling a case)
              timeout ${OPS_TIMEOUT:-200} python3 bench/torch_prod_ref.py --repeat ${REPEAT:-15} --cases "$oc" \
                  ${OPS_COMPILE:+--compile} --json "$OUT/torch_ops_ref.jsonl" ;;
+        ncuops) # Nsight Compute on prod_bench.sh's cases matching NCU_CASES (default: the
+                # [4096, 4096] sums down the columns), one run's kernels (k0, k1, ...: the
+                # pass and its finish) under the defaults and each NCU_TUNES variant: every
+                # kernel's duration, DRAM throughput, occupancy and warp states, in
+                # $OUT/ncu_<case>[_<variant>].txt
+                [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
+                cd_=$(mktemp -d); WRITE_CASES=$cd_ bash bench/prod_bench.sh cuda build-gpu/scanfuse >/dev/null
+                for f in "$cd_"/*.sf; do
+                    c=$(basename "$f" .sf)
+                    [[ "$c" =~ ${NCU_CASES:-^sum_sq_(f32|bf16)_d0$} ]] || continue
+                    for tv in default ${NCU_TUNES:-}; do
+                        [ "$tv" = default ] && { t=""; nf="$OUT/ncu_$c.txt"; } || { t=$tv; nf="$OUT/ncu_${c}_${tv//[=,]/_}.txt"; }
+                        SCANFUSE_CUDA_TUNE=$t timeout 120 ncu --clock-control none --section SpeedOfLight \
+                            --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+                            --section LaunchStats --kernel-name regex:'^k[0-9]+$' --launch-skip 4 --launch-count 4 \
+                            build-gpu/scanfuse bench "$f" --device cuda --repeat 2 > "$nf" 2>&1
+                        echo "ncu $c ${t:-default}: exit $?"
+                        grep -E "^  k[0-9]+|Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Grid Size" "$nf" | head -24
+                    done
+                done ;;
         cli) [ -x build-gpu/scanfuse ] || bash bench/gpu_run.sh none >/dev/null
              timeout ${CLI_TIMEOUT:-330} bash bench/gpu_cli_bench.sh "$@" ;;
     esac 2>&1 | tee "$OUT/stage_$s.txt" | tail -${TAIL:-45}

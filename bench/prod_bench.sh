@@ -64,6 +64,8 @@ case_ sum_sq_i32_d1 "input x: int32[$side, $side]\ny = sum(x, dim=1)\noutput y\n
 # pointwise kernels (session 37: batches of elements a thread, elem_u): contiguous
 # operands, a broadcast weight (the strided path), a 16-bit cast chain, int64
 case_ pw_exp_1d_f32 "input x: float32[$big]\ny = exp(x)\noutput y\n"
+case_ pw_silu_1d_f32 "input x: float32[$big]\ny = silu(x)\noutput y\n"
+case_ pw_sigmoid_1d_bf16 "input x: bfloat16[$big]\ny = sigmoid(x)\noutput y\n"
 case_ pw_muladd_f32 "input x: float32[$side, $side]\ninput w: float32[$side, $side]\ny = add(mul(x, w), 1.5)\noutput y\n"
 case_ pw_muladd_bc_f32 "input x: float32[$side, $side]\ninput w: float32[$side]\ny = add(mul(x, w), 1.5)\noutput y\n"
 case_ pw_cast_bf16 "input x: bfloat16[$big]\ny = cast(mul(cast(x, float32), 2.0), bfloat16)\noutput y\n"

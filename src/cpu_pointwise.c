@@ -107,6 +107,18 @@ bool sf_cpu_view_is_contiguous(const sf_view *v) {
 /* Block conversions                                                                */
 /* ------------------------------------------------------------------------------ */
 
+/* Loops compiled for AVX-512, AVX2 and the baseline, picked at run time (GCC's
+ * target_clones; static functions, so clang's clones link too): integer and IEEE double
+ * operations only, no contraction, so every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define PW_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef PW_CLONES
+#define PW_CLONES
+#endif
+
 /* One loop per source type: load a T at element offset off + i*stride with memcpy.
  * The unit-stride copy of the loop lets the compiler vectorize it. */
 #define LOAD_LOOP(T, out, conv_expr)                                                   \
@@ -163,9 +175,21 @@ static void round_block(double *x, int64_t n, scanfuse_dtype to) {
     }
 }
 
-void sf_cpu_gather_f64(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride,
-                       int64_t n, scanfuse_dtype conv, double *out) {
-    const char *p = (const char *)base;
+/* float16 bits -> double (exact), as sf_cpu_f16_to_f64 but by selects, for the
+ * vectorizer: zero and subnormals m * 2^-24, infinities and NaN (payload kept), normal
+ * numbers rebiased. */
+static inline double f16_to_f64_sel(uint16_t h) {
+    const uint64_t sign = (uint64_t)(h >> 15) << 63, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    const uint64_t sub = sf_cpu_bits((double)(int32_t)m * 0x1p-24) | sign;
+    const uint64_t big = sign | 0x7FF0000000000000ull | (m << 42);
+    const uint64_t nrm = sign | ((e + 1008) << 52) | (m << 42);
+    return sf_cpu_from_bits(e == 0 ? sub : e == 31 ? big : nrm);
+}
+
+/* The loads of sf_cpu_gather_f64, cloned (a static function: clang 14 leaves exported
+ * clones undefined at link time). */
+PW_CLONES static void gather_f64(const char *p, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
+                                 double *restrict out) {
     switch (dt) {
     case SCANFUSE_BOOL: LOAD_LOOP(uint8_t, out, x_ != 0); break;
     case SCANFUSE_UINT8: LOAD_LOOP(uint8_t, out, (double)x_); break;
@@ -173,7 +197,7 @@ void sf_cpu_gather_f64(const void *base, scanfuse_dtype dt, int64_t off, int64_t
     case SCANFUSE_INT16: LOAD_LOOP(int16_t, out, (double)x_); break;
     case SCANFUSE_INT32: LOAD_LOOP(int32_t, out, (double)x_); break;
     case SCANFUSE_INT64: LOAD_LOOP(int64_t, out, (double)x_); break;
-    case SCANFUSE_FLOAT16: LOAD_LOOP(uint16_t, out, sf_cpu_f16_to_f64(x_)); break;
+    case SCANFUSE_FLOAT16: LOAD_LOOP(uint16_t, out, f16_to_f64_sel(x_)); break;
     case SCANFUSE_BFLOAT16: LOAD_LOOP(uint16_t, out, sf_cpu_bf16_to_f64(x_)); break;
     case SCANFUSE_FLOAT32: LOAD_LOOP(float, out, (double)x_); break;
     case SCANFUSE_FLOAT64:
@@ -182,6 +206,11 @@ void sf_cpu_gather_f64(const void *base, scanfuse_dtype dt, int64_t off, int64_t
         break;
     case SCANFUSE_DTYPE_NONE: case SCANFUSE_NUM_DTYPES: SF_ASSERT(!"bad dtype"); break;
     }
+}
+
+void sf_cpu_gather_f64(const void *base, scanfuse_dtype dt, int64_t off, int64_t stride,
+                       int64_t n, scanfuse_dtype conv, double *out) {
+    gather_f64((const char *)base, dt, off, stride, n, out);
     if (sf_dtype_is_float(conv) && !exact_in_float(dt, conv)) round_block(out, n, conv);
 }
 
@@ -280,12 +309,48 @@ static void store_int_values(char *p, scanfuse_dtype dt, int64_t off, int64_t st
     }
 }
 
+/* n doubles to float16 (bf = false) or bfloat16 bits, rounded to nearest even: the bits
+ * of sf_cpu_f64_to_f16 / sf_cpu_f64_to_bf16, in a loop the vectorizer takes.  Results
+ * in the format's normal range round by adding half an ulp less one, plus the kept
+ * part's lowest bit, to the double's bits (a carry into the exponent is the step to
+ * the next binade, or to infinity, as there), and zeros and double subnormals keep
+ * their sign; the rest (subnormal results, overflow, infinities, NaN) are redone by the
+ * scalar function. */
+PW_CLONES static void f64_to_half(const double *restrict x, uint16_t *restrict y, int64_t n, bool bf) {
+    const int shift = bf ? 45 : 42;                  /* fraction bits dropped */
+    const uint64_t rebias = bf ? 1023 - 127 : 1023 - 15; /* double's bias less the format's */
+    const uint64_t emax = bf ? 254 : 30;             /* largest biased normal exponent */
+    const uint64_t half = (1ull << (shift - 1)) - 1;
+    uint64_t out = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint64_t b = sf_cpu_bits(x[i]), a = b & 0x7FFFFFFFFFFFFFFFull;
+        const uint64_t e = a >> 52, sign = (b >> 48) & 0x8000u;
+        const uint64_t r = ((a + half + ((a >> shift) & 1)) >> shift) - (rebias << (52 - shift));
+        out |= (uint64_t)(e != 0) & (uint64_t)(e - rebias - 1 >= emax); /* (wraps below: e <= rebias) */
+        y[i] = (uint16_t)(e == 0 ? sign : sign | r);
+    }
+    if (out)
+        for (int64_t i = 0; i < n; i++) {
+            const uint64_t e = (sf_cpu_bits(x[i]) >> 52) & 0x7FF;
+            if (e != 0 && e - rebias - 1 >= emax) y[i] = bf ? sf_cpu_f64_to_bf16(x[i]) : sf_cpu_f64_to_f16(x[i]);
+        }
+}
+
 void sf_cpu_store_f64(void *base, scanfuse_dtype dt, int64_t off, int64_t stride, int64_t n,
                       const double *x) {
     char *p = (char *)base;
     switch (dt) {
-    case SCANFUSE_FLOAT16: STORE_LOOP(uint16_t, sf_cpu_f64_to_f16(x[i])); return;
-    case SCANFUSE_BFLOAT16: STORE_LOOP(uint16_t, sf_cpu_f64_to_bf16(x[i])); return;
+    case SCANFUSE_FLOAT16: case SCANFUSE_BFLOAT16: {
+        uint16_t h[SF_CPU_BLOCK];
+        for (int64_t s = 0; s < n; s += SF_CPU_BLOCK) {
+            const int64_t m = n - s < SF_CPU_BLOCK ? n - s : SF_CPU_BLOCK;
+            f64_to_half(x + s, h, m, dt == SCANFUSE_BFLOAT16);
+            if (stride == 1) memcpy(p + (off + s) * 2, h, (size_t)m * 2);
+            else
+                for (int64_t i = 0; i < m; i++) memcpy(p + (off + (s + i) * stride) * 2, &h[i], 2);
+        }
+        return;
+    }
     case SCANFUSE_FLOAT32: STORE_LOOP(float, (float)x[i]); return;
     case SCANFUSE_FLOAT64:
         if (stride == 1) memcpy(p + off * 8, x, (size_t)n * 8);
@@ -570,21 +635,143 @@ static int64_t pow_i64(int64_t a, int64_t b) {
     return sf_cpu_wrap_u64(r);
 }
 
+/* e^x for n doubles, within about half an ulp of double (libm's exp for the few
+ * arguments outside [-708, 709] and for NaN).  Table-driven (Tang's method): x = (64m +
+ * j) ln2/64 + r with k = 64m + j = round(x 64/ln2) by the magic constant 1.5 * 2^52
+ * (which leaves k in the low bits), |r| <= ln2/128 (Cody-Waite: LN2_64_HI has 36
+ * significant bits, so k * LN2_64_HI is exact for every |k| < 2^17), e^r - 1 by its
+ * Taylor series to r^6/6! (the next term is below 2^-64 of the result), 2^(j/64) from
+ * the table as a double and the remainder below it (EXP_TAB, computed here to 80
+ * digits), and 2^m through the exponent bits: e^x = 2^m (T_hi + (T_lo + T_hi p)).  IEEE
+ * double operations only, no contraction, no branches in the first loop, so every clone
+ * gives the same bits; GCC vectorizes it (the table by gathers) in the AVX2 and AVX-512
+ * clones.  A float32 result rounded from it is the correctly rounded e^x except where
+ * e^x lies within about an ulp of double of a rounding boundary, still within 1 ulp of
+ * float32. */
+static const double EXP_TAB[64][2] = {
+    {0x1.0000000000000p+0, 0.0},
+    {0x1.02c9a3e778061p+0, -0x1.19083535b085dp-56},
+    {0x1.059b0d3158574p+0, 0x1.d73e2a475b465p-55},
+    {0x1.0874518759bc8p+0, 0x1.186be4bb284ffp-57},
+    {0x1.0b5586cf9890fp+0, 0x1.8a62e4adc610bp-54},
+    {0x1.0e3ec32d3d1a2p+0, 0x1.03a1727c57b53p-59},
+    {0x1.11301d0125b51p+0, -0x1.6c51039449b3ap-54},
+    {0x1.1429aaea92de0p+0, -0x1.32fbf9af1369ep-54},
+    {0x1.172b83c7d517bp+0, -0x1.19041b9d78a76p-55},
+    {0x1.1a35beb6fcb75p+0, 0x1.e5b4c7b4968e4p-55},
+    {0x1.1d4873168b9aap+0, 0x1.e016e00a2643cp-54},
+    {0x1.2063b88628cd6p+0, 0x1.dc775814a8495p-55},
+    {0x1.2387a6e756238p+0, 0x1.9b07eb6c70573p-54},
+    {0x1.26b4565e27cddp+0, 0x1.2bd339940e9d9p-55},
+    {0x1.29e9df51fdee1p+0, 0x1.612e8afad1255p-55},
+    {0x1.2d285a6e4030bp+0, 0x1.0024754db41d5p-54},
+    {0x1.306fe0a31b715p+0, 0x1.6f46ad23182e4p-55},
+    {0x1.33c08b26416ffp+0, 0x1.32721843659a6p-54},
+    {0x1.371a7373aa9cbp+0, -0x1.63aeabf42eae2p-54},
+    {0x1.3a7db34e59ff7p+0, -0x1.5e436d661f5e3p-56},
+    {0x1.3dea64c123422p+0, 0x1.ada0911f09ebcp-55},
+    {0x1.4160a21f72e2ap+0, -0x1.ef3691c309278p-58},
+    {0x1.44e086061892dp+0, 0x1.89b7a04ef80d0p-59},
+    {0x1.486a2b5c13cd0p+0, 0x1.3c1a3b69062f0p-56},
+    {0x1.4bfdad5362a27p+0, 0x1.d4397afec42e2p-56},
+    {0x1.4f9b2769d2ca7p+0, -0x1.4b309d25957e3p-54},
+    {0x1.5342b569d4f82p+0, -0x1.07abe1db13cadp-55},
+    {0x1.56f4736b527dap+0, 0x1.9bb2c011d93adp-54},
+    {0x1.5ab07dd485429p+0, 0x1.6324c054647adp-54},
+    {0x1.5e76f15ad2148p+0, 0x1.ba6f93080e65ep-54},
+    {0x1.6247eb03a5585p+0, -0x1.383c17e40b497p-54},
+    {0x1.6623882552225p+0, -0x1.bb60987591c34p-54},
+    {0x1.6a09e667f3bcdp+0, -0x1.bdd3413b26456p-54},
+    {0x1.6dfb23c651a2fp+0, -0x1.bbe3a683c88abp-57},
+    {0x1.71f75e8ec5f74p+0, -0x1.16e4786887a99p-55},
+    {0x1.75feb564267c9p+0, -0x1.0245957316dd3p-54},
+    {0x1.7a11473eb0187p+0, -0x1.41577ee04992fp-55},
+    {0x1.7e2f336cf4e62p+0, 0x1.05d02ba15797ep-56},
+    {0x1.82589994cce13p+0, -0x1.d4c1dd41532d8p-54},
+    {0x1.868d99b4492edp+0, -0x1.fc6f89bd4f6bap-54},
+    {0x1.8ace5422aa0dbp+0, 0x1.6e9f156864b27p-54},
+    {0x1.8f1ae99157736p+0, 0x1.5cc13a2e3976cp-55},
+    {0x1.93737b0cdc5e5p+0, -0x1.75fc781b57ebcp-57},
+    {0x1.97d829fde4e50p+0, -0x1.d185b7c1b85d1p-54},
+    {0x1.9c49182a3f090p+0, 0x1.c7c46b071f2bep-56},
+    {0x1.a0c667b5de565p+0, -0x1.359495d1cd533p-54},
+    {0x1.a5503b23e255dp+0, -0x1.d2f6edb8d41e1p-54},
+    {0x1.a9e6b5579fdbfp+0, 0x1.0fac90ef7fd31p-54},
+    {0x1.ae89f995ad3adp+0, 0x1.7a1cd345dcc81p-54},
+    {0x1.b33a2b84f15fbp+0, -0x1.2805e3084d708p-57},
+    {0x1.b7f76f2fb5e47p+0, -0x1.5584f7e54ac3bp-56},
+    {0x1.bcc1e904bc1d2p+0, 0x1.23dd07a2d9e84p-55},
+    {0x1.c199bdd85529cp+0, 0x1.11065895048ddp-55},
+    {0x1.c67f12e57d14bp+0, 0x1.2884dff483cadp-54},
+    {0x1.cb720dcef9069p+0, 0x1.503cbd1e949dbp-56},
+    {0x1.d072d4a07897cp+0, -0x1.cbc3743797a9cp-54},
+    {0x1.d5818dcfba487p+0, 0x1.2ed02d75b3707p-55},
+    {0x1.da9e603db3285p+0, 0x1.c2300696db532p-54},
+    {0x1.dfc97337b9b5fp+0, -0x1.1a5cd4f184b5cp-54},
+    {0x1.e502ee78b3ff6p+0, 0x1.39e8980a9cc8fp-55},
+    {0x1.ea4afa2a490dap+0, -0x1.e9c23179c2893p-54},
+    {0x1.efa1bee615a27p+0, 0x1.dc7f486a4b6b0p-54},
+    {0x1.f50765b6e4540p+0, 0x1.9d3e12dd8a18bp-54},
+    {0x1.fa7c1819e90d8p+0, 0x1.74853f3a5931ep-55},
+};
+
+PW_CLONES static void exp_f64(const double *restrict a, double *restrict r, int64_t n) {
+    const double MAGIC = 0x1.8p52, INV_LN2_64 = 0x1.71547652b82fep+6;
+    const double LN2_64_HI = 0x1.62e42fefa0000p-7, LN2_64_LO = 0x1.cf79abc9e3b3ap-46;
+    uint64_t out = 0; /* nonzero: some k outside [-1021 * 64, 1022 * 64 + 63] */
+    for (int64_t i = 0; i < n; i++) {
+        /* No clamp (it would stop the vectorizer): for any x, NaN and infinities too, j
+         * indexes the table and the integer arithmetic wraps; such k are redone below. */
+        const double x = a[i];
+        const double t = x * INV_LN2_64 + MAGIC;
+        const double kd = t - MAGIC;
+        const double rr = (x - kd * LN2_64_HI) - kd * LN2_64_LO;
+        /* kb = k + 1021 * 64 >= 0 in range: j and the biased exponent m + 1023 by shifts */
+        const uint64_t kb = sf_cpu_bits(t) - sf_cpu_bits(MAGIC) + 1021 * 64;
+        const uint64_t j = kb & 63, m = (kb >> 6) + 2;
+        out |= kb > 2043 * 64 + 63;
+        double p = 1.0 / 720.0;
+        p = p * rr + 1.0 / 120.0;
+        p = p * rr + 1.0 / 24.0;
+        p = p * rr + 1.0 / 6.0;
+        p = p * rr + 0.5;
+        p = p * rr * rr + rr;
+        const double th = EXP_TAB[j][0], tl = EXP_TAB[j][1];
+        r[i] = (th + (tl + th * p)) * sf_cpu_from_bits(m << 52);
+    }
+    if (out) /* (rare: results below 2^-1021 or above 2^1022, infinities, NaN) */
+        for (int64_t i = 0; i < n; i++) {
+            const double t = a[i] * INV_LN2_64 + MAGIC;
+            const uint64_t kb = sf_cpu_bits(t) - sf_cpu_bits(MAGIC) + 1021 * 64;
+            if (kb > 2043 * 64 + 63) r[i] = exp(a[i]);
+        }
+}
+
 /* Unary ops computed in double; r gets the (unrounded) results. */
 static void unary_f64(sf_op op, const double *a, double *r, int64_t n) {
+    double t[SF_CPU_BLOCK]; /* sigmoid's and silu's -a */
+    SF_ASSERT(n <= SF_CPU_BLOCK);
     switch (op) {
     case SF_OP_neg: LOOP(r[i] = -a[i]); break;
     case SF_OP_abs: LOOP(r[i] = fabs(a[i])); break;
-    case SF_OP_exp: LOOP(r[i] = exp(a[i])); break;
+    case SF_OP_exp: exp_f64(a, r, n); break;
     case SF_OP_log: LOOP(r[i] = log(a[i])); break;
     case SF_OP_log1p: LOOP(r[i] = log1p(a[i])); break;
     case SF_OP_expm1: LOOP(r[i] = expm1(a[i])); break;
     case SF_OP_sqrt: LOOP(r[i] = sqrt(a[i])); break;
     case SF_OP_rsqrt: LOOP(r[i] = 1.0 / sqrt(a[i])); break;
     case SF_OP_reciprocal: LOOP(r[i] = 1.0 / a[i]); break;
-    case SF_OP_sigmoid: LOOP(r[i] = 1.0 / (1.0 + exp(-a[i]))); break;
+    case SF_OP_sigmoid:
+        LOOP(t[i] = -a[i]);
+        exp_f64(t, r, n);
+        LOOP(r[i] = 1.0 / (1.0 + r[i]));
+        break;
     case SF_OP_tanh: LOOP(r[i] = tanh(a[i])); break;
-    case SF_OP_silu: LOOP(r[i] = a[i] / (1.0 + exp(-a[i]))); break;
+    case SF_OP_silu:
+        LOOP(t[i] = -a[i]);
+        exp_f64(t, r, n);
+        LOOP(r[i] = a[i] / (1.0 + r[i]));
+        break;
     case SF_OP_relu: LOOP(r[i] = a[i] > 0.0 ? a[i] : (isnan(a[i]) ? a[i] : 0.0)); break; /* -0 gives +0 */
     case SF_OP_floor: LOOP(r[i] = floor(a[i])); break;
     case SF_OP_ceil: LOOP(r[i] = ceil(a[i])); break;

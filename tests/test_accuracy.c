@@ -29,6 +29,7 @@
 #include "cpu.h"
 #include "sweep_util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -895,6 +896,152 @@ static void lse_cases(void) {
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* float16 / bfloat16 stores and loads: the vectorized blocks against the scalar ones   */
+/* ---------------------------------------------------------------------------------- */
+
+static void half_store_cases(void) {
+    enum { N = 6007 };
+    double *x = malloc(N * sizeof *x);
+    uint16_t *got = malloc(3 * N * sizeof *got);
+    CHECK(x != NULL && got != NULL);
+    if (!x || !got) {
+        free(x);
+        free(got);
+        return;
+    }
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 515);
+    for (int bf = 0; bf < 2; bf++) {
+        const scanfuse_dtype dt = bf ? SCANFUSE_BFLOAT16 : SCANFUSE_FLOAT16;
+        const int keep = bf ? 7 : 10, emin = bf ? -126 : -14, emax = bf ? 127 : 15;
+        for (int64_t j = 0; j < N; j++) {
+            const double u = sf_test_rng_uniform(&rng);
+            const int kind = (int)(j % 6);
+            if (kind == 0) { /* any bits: NaN, infinities, subnormals, out of range */
+                const uint64_t b = sf_test_rng_next(&rng);
+                memcpy(&x[j], &b, 8);
+            } else if (kind == 1) { /* a tie or a hair either side, at any exponent in range */
+                const int e = (int)sf_test_rng_int(&rng, emin - 12, emax + 1);
+                const double q = ldexp(floor(ldexp(1.0 + u, keep)) + 0.5, e - keep);
+                const int64_t side = sf_test_rng_int(&rng, -1, 1);
+                x[j] = side == 0 ? q : side > 0 ? nextafter(q, INFINITY) : nextafter(q, -INFINITY);
+            } else if (kind == 2) { /* the edges: largest finite, smallest normal */
+                const double big = ldexp(2.0 - ldexp(1.0, -keep), emax), tiny = ldexp(1.0, emin);
+                const double edge[] = {big, nextafter(big, INFINITY), big + ldexp(1.0, emax - keep - 1),
+                                       nextafter(big + ldexp(1.0, emax - keep - 1), 0.0), tiny,
+                                       nextafter(tiny, 0.0), tiny - ldexp(1.0, emin - keep - 1), 0.0, -0.0,
+                                       4.9e-324};
+                x[j] = edge[sf_test_rng_int(&rng, 0, 9)];
+            } else { /* ordinary values over the format's range and a little past it */
+                x[j] = ldexp(2.0 * u - 1.0, (int)sf_test_rng_int(&rng, emin - 14, emax + 2));
+            }
+            if (sf_test_rng_next(&rng) & 1) x[j] = -x[j];
+        }
+        /* stride 1 and 3 in one call; then element by element (stride 0 below), so that
+         * no other element of a block sends the whole block down the scalar path */
+        for (int stride = 0; stride <= 3; stride += stride ? 2 : 1) {
+            memset(got, 0xA5, 3 * N * sizeof *got);
+            if (stride) sf_cpu_store_f64(got, dt, 1, stride, N - 1, x); /* from element 1: an odd start */
+            else
+                for (int64_t j = 0; j < N - 1; j++) sf_cpu_store_f64(got, dt, 1 + j, 1, 1, &x[j]);
+            int64_t bad = 0;
+            for (int64_t j = 0; j < N - 1; j++) {
+                const uint16_t want = bf ? sf_cpu_f64_to_bf16(x[j]) : sf_cpu_f64_to_f16(x[j]);
+                const uint16_t g = got[1 + j * (stride ? stride : 1)];
+                if (g != want && bad++ < 3)
+                    fprintf(stderr, "  %s store of %a: %04x, want %04x\n", scanfuse_dtype_name(dt), x[j], g, want);
+            }
+            CHECKF(bad == 0 && got[0] == 0xA5A5, "%s stores (%s): %lld of %d differ from the scalar rounding",
+                   scanfuse_dtype_name(dt), stride == 0 ? "one at a time" : stride == 1 ? "stride 1" : "stride 3",
+                   (long long)bad, N - 1);
+        }
+    }
+    /* and back: every float16 and bfloat16 bit pattern loaded as a double (the loads'
+     * vectorized conversion) against the scalar one, bit for bit (NaN payloads too) */
+    uint16_t *all = malloc(65536 * sizeof *all);
+    double *back = malloc(65536 * sizeof *back);
+    CHECK(all != NULL && back != NULL);
+    for (int bf = 0; all && back && bf < 2; bf++) {
+        const scanfuse_dtype dt = bf ? SCANFUSE_BFLOAT16 : SCANFUSE_FLOAT16;
+        for (int64_t j = 0; j < 65536; j++) all[j] = (uint16_t)j;
+        sf_cpu_gather_f64(all, dt, 0, 1, 65536, SCANFUSE_FLOAT64, back);
+        int64_t bad = 0;
+        for (int64_t j = 0; j < 65536; j++) {
+            const double want = bf ? sf_cpu_bf16_to_f64((uint16_t)j) : sf_cpu_f16_to_f64((uint16_t)j);
+            bad += memcmp(&want, &back[j], 8) != 0;
+        }
+        CHECKF(bad == 0, "%s loads: %lld of 65536 bit patterns differ from the scalar conversion",
+               scanfuse_dtype_name(dt), (long long)bad);
+    }
+    free(all);
+    free(back);
+    free(x);
+    free(got);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* exp and the ops built on it (sigmoid, silu): the CPU's table-driven e^x against      */
+/* libm's, over double's whole range, its edges and the arguments that leave the table */
+/* ---------------------------------------------------------------------------------- */
+
+static void exp_cases(void) {
+    const double edge[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 1e-300, -1e-300, 4.9e-324,
+                           0x1.62e42fefa39efp-7, -0x1.62e42fefa39efp-7, 0x1.62e42fefa39efp-8,
+                           708.0, 708.39, 708.4, 709.0, 709.7, 709.78, 709.79, 710.0, 1e300,
+                           -708.0, -708.39, -708.4, -709.0, -744.4, -745.1, -745.2, -1e300,
+                           87.0, 88.72, 88.73, 89.0, -87.3, -103.9, -104.0};
+    const int64_t ne = (int64_t)(sizeof edge / sizeof edge[0]);
+    const int64_t n = 20011; /* edges, then random arguments; not a multiple of any block */
+    double *x = malloc((size_t)n * sizeof *x);
+    CHECK(x != NULL);
+    if (!x) return;
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 4242);
+    for (int64_t j = 0; j < n; j++) {
+        double u = sf_test_rng_uniform(&rng);
+        x[j] = j < ne ? edge[j] : j % 3 == 0 ? 1460.0 * u - 750.0 : j % 3 == 1 ? 2.0 * u - 1.0 : 200.0 * u - 105.0;
+    }
+    static const char *const ops[3] = {"exp", "sigmoid", "silu"};
+    for (int f32 = 0; f32 < 2; f32++)
+        for (int o = 0; o < 3; o++) {
+            scanfuse_dtype dt = f32 ? SCANFUSE_FLOAT32 : SCANFUSE_FLOAT64;
+            tbuf in, out;
+            CHECK(tb_init(&in, dt, 1, &n, 0) && tb_init(&out, dt, 1, &n, 0));
+            for (int64_t j = 0; j < n; j++) sf_store_f64(in.base, tb_offset(&in, j), in.dt, x[j]);
+            char text[160];
+            snprintf(text, sizeof text, "input x: %s[%lld]\ny = %s(x)\noutput y\n", f32 ? "float32" : "float64",
+                     (long long)n, ops[o]);
+            CHECK(run_text(text, 2, &in, &out) == SCANFUSE_OK);
+            int64_t bad = 0;
+            for (int64_t j = 0; j < n; j++) {
+                const double a = tb_get_f(&in, j), e = exp(o == 0 ? a : -a);
+                double want = o == 0 ? e : o == 1 ? 1.0 / (1.0 + e) : a / (1.0 + e);
+                if (f32) want = (double)(float)want;
+                const double got = tb_get_f(&out, j);
+                /* float64: within an ulp of libm's (exp) or of its formula (sigmoid, silu:
+                 * their own roundings on top); float32: libm's rounded, or an ulp off it
+                 * where e^x lies within an ulp of double of a rounding boundary */
+                bool ok;
+                if (!f32 && o == 0 && LDBL_MANT_DIG >= 64 && isfinite(want) && want > 0x1p-1021)
+                    /* against e^x to 64 bits or more: the table method's bound, half an ulp
+                     * and a little (a wrong table entry or term is an ulp or more) */
+                    ok = fabsl((long double)got - expl((long double)a)) <= 0.53L * (nextafter(got, INFINITY) - got);
+                else if (!f32) ok = same_f64(got, want, o == 0 ? 1 : 3);
+                else if (isnan(want) || isinf(want)) ok = same_f64(got, want, 0);
+                else ok = fabs(got - want) <= nextafterf((float)fabs(want), INFINITY) - (float)fabs(want);
+                if (!ok && bad++ < 3)
+                    fprintf(stderr, "  %s %s(%.17g) = %.17g, want %.17g\n", f32 ? "float32" : "float64", ops[o], a,
+                            got, want);
+            }
+            CHECKF(bad == 0, "%s of %s: %lld of %lld elements outside the bound", ops[o], f32 ? "float32" : "float64",
+                   (long long)bad, (long long)n);
+            tb_free(&in);
+            tb_free(&out);
+        }
+    free(x);
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* cumprod/prod: a power of two carried beside the double (sf_prodx), so the running   */
 /* product leaves double's range and comes back, and every walk agrees bit for bit     */
 /* ---------------------------------------------------------------------------------- */
@@ -1039,6 +1186,8 @@ int main(void) {
     lanes_layouts();
     maxmin_rule();
     lse_cases();
+    exp_cases();
+    half_store_cases();
     prod_cases();
     printf("%.1f s of CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
     return sf_test_finish("test_accuracy");
