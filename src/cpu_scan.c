@@ -884,6 +884,14 @@ static void row_task(void *ctx, int tid, int nth) {
                 j->K->fsum_rows(&s, r1 - r0, j->nod ? j->ois[0] : 0, j->nod ? j->oos[0] : 0);
                 continue;
             }
+            if (j->kind == FK_PROD && j->unit && j->nod <= 1 && sf_dtype_is_float(j->out0->dtype)) {
+                /* float cumprod rows at a constant stride: four chains at a time */
+                sf_seq s;
+                int64_t io;
+                row_seq(j, r0, &s, &io);
+                sf_scan_prod_rows(&s, r1 - r0, j->nod ? j->ois[0] : 0, j->nod ? j->oos[0] : 0);
+                continue;
+            }
             for (int64_t r = r0; r < r1; r++) row_whole(j, r);
             continue;
         }

@@ -269,6 +269,9 @@ void sf_scan_max64(const sf_seq *s, int64_t a, int64_t b, sf_maxc64 *c, bool sto
 /* cumprod over logical [a, b) of a row: *pf (float results) or *pi (integer results)
  * is the product before a (in) and before b (out). */
 void sf_scan_prod(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, int64_t *pi);
+/* Float cumprod of nrows whole rows: row r's input at s's offsets + r*xr, its output at
+ * + r*yr (unit input steps); the bits of sf_scan_prod on each row from the identity. */
+void sf_scan_prod_rows(const sf_seq *s, int64_t nrows, int64_t xr, int64_t yr);
 /* Column tiles of cummax/cummin (any dtype, xdt == ydt) and cumprod. */
 void sf_scan_max_cols(const sf_cols *c, int64_t j0, int64_t j1);
 void sf_scan_prod_cols(const sf_cols *c, int64_t j0, int64_t j1);

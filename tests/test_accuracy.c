@@ -1093,10 +1093,10 @@ static void prod_cases(void) {
     prod_sequence(SCANFUSE_FLOAT32, x32, w32, 23);
 
     /* the same wide-magnitude values (products of up to ~2^2000 either way, zeros, an
-     * infinity) scanned as rows ([3, n], dim 1: the row chain), as columns ([n, 3], dim 0:
+     * infinity) scanned as rows ([6, n], dim 1: the row chain), as columns ([n, 6], dim 0:
      * the column walk), at 1 and 3 threads, as float64 results of float32 inputs (the
      * generic path), and by the reference: all in order, so all the same bits */
-    enum { LEN = 3000, COLS = 3 };
+    enum { LEN = 3000, COLS = 6 }; /* (six rows: the row kernel's four at a time, then two) */
     int64_t srow[2] = {COLS, LEN}, scol[2] = {LEN, COLS};
     tbuf ri, ro, ci, co, rr, gi, go;
     CHECK(tb_init(&ri, SCANFUSE_FLOAT32, 2, srow, 0) && tb_init(&ro, SCANFUSE_FLOAT32, 2, srow, 0) &&
@@ -1114,9 +1114,9 @@ static void prod_cases(void) {
             sf_store_f64(gi.base, tb_offset(&gi, c * LEN + t), gi.dt, v);
             sf_store_f64(ci.base, tb_offset(&ci, t * COLS + c), ci.dt, v);
         }
-    static const char row[] = "input x: float32[3, 3000]\ny = cumprod(x, dim=1)\noutput y\n";
-    static const char col[] = "input x: float32[3000, 3]\ny = cumprod(x, dim=0)\noutput y\n";
-    static const char gen[] = "input x: float32[3, 3000]\ny = cumprod(x, dim=1, dtype=float64)\noutput y\n";
+    static const char row[] = "input x: float32[6, 3000]\ny = cumprod(x, dim=1)\noutput y\n";
+    static const char col[] = "input x: float32[3000, 6]\ny = cumprod(x, dim=0)\noutput y\n";
+    static const char gen[] = "input x: float32[6, 3000]\ny = cumprod(x, dim=1, dtype=float64)\noutput y\n";
     CHECK(run_text_on(row, SCANFUSE_DEVICE_REFERENCE, 1, &ri, &rr) == SCANFUSE_OK);
     int64_t nonfinite = 0, finite = 0;
     for (int64_t q = 0; q < COLS * LEN; q++) {
