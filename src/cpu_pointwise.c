@@ -636,7 +636,7 @@ static int64_t pow_i64(int64_t a, int64_t b) {
 }
 
 /* e^x for n doubles, within about half an ulp of double (libm's exp for the few
- * arguments outside [-708, 709] and for NaN).  Table-driven (Tang's method): x = (64m +
+ * arguments outside about [-707.7, 709.0], for infinities and for NaN).  Table-driven (Tang's method): x = (64m +
  * j) ln2/64 + r with k = 64m + j = round(x 64/ln2) by the magic constant 1.5 * 2^52
  * (which leaves k in the low bits), |r| <= ln2/128 (Cody-Waite: LN2_64_HI has 36
  * significant bits, so k * LN2_64_HI is exact for every |k| < 2^17), e^r - 1 by its
@@ -644,8 +644,8 @@ static int64_t pow_i64(int64_t a, int64_t b) {
  * the table as a double and the remainder below it (EXP_TAB, computed here to 80
  * digits), and 2^m through the exponent bits: e^x = 2^m (T_hi + (T_lo + T_hi p)).  IEEE
  * double operations only, no contraction, no branches in the first loop, so every clone
- * gives the same bits; GCC vectorizes it (the table by gathers) in the AVX2 and AVX-512
- * clones.  A float32 result rounded from it is the correctly rounded e^x except where
+ * gives the same bits; GCC vectorizes it in the AVX2 and AVX-512 clones (the table by
+ * scalar loads: its generic tuning emits no gathers).  A float32 result rounded from it is the correctly rounded e^x except where
  * e^x lies within about an ulp of double of a rounding boundary, still within 1 ulp of
  * float32. */
 static const double EXP_TAB[64][2] = {
