@@ -175,15 +175,16 @@ static void round_block(double *x, int64_t n, scanfuse_dtype to) {
     }
 }
 
-/* float16 bits -> double (exact), as sf_cpu_f16_to_f64 but by selects, for the
- * vectorizer: zero and subnormals m * 2^-24, infinities and NaN (payload kept), normal
- * numbers rebiased. */
+/* float16 bits -> double (exact), as sf_cpu_f16_to_f64 but by masks, for the vectorizer
+ * (it takes no ternaries here): zero and subnormals m * 2^-24, infinities and NaN
+ * (payload kept), normal numbers rebiased. */
 static inline double f16_to_f64_sel(uint16_t h) {
     const uint64_t sign = (uint64_t)(h >> 15) << 63, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     const uint64_t sub = sf_cpu_bits((double)(int32_t)m * 0x1p-24) | sign;
     const uint64_t big = sign | 0x7FF0000000000000ull | (m << 42);
     const uint64_t nrm = sign | ((e + 1008) << 52) | (m << 42);
-    return sf_cpu_from_bits(e == 0 ? sub : e == 31 ? big : nrm);
+    const uint64_t is_sub = (uint64_t)0 - (uint64_t)(e == 0), is_big = (uint64_t)0 - (uint64_t)(e == 31);
+    return sf_cpu_from_bits((sub & is_sub) | (big & is_big) | (nrm & ~(is_sub | is_big)));
 }
 
 /* The loads of sf_cpu_gather_f64, cloned (a static function: clang 14 leaves exported
@@ -635,7 +636,7 @@ static int64_t pow_i64(int64_t a, int64_t b) {
     return sf_cpu_wrap_u64(r);
 }
 
-/* e^x for n doubles, within about half an ulp of double (libm's exp for the few
+/* e^x (neg: e^-x) for n doubles, within about half an ulp of double (libm's exp for the few
  * arguments outside about [-707.7, 709.0], for infinities and for NaN).  Table-driven (Tang's method): x = (64m +
  * j) ln2/64 + r with k = 64m + j = round(x 64/ln2) by the magic constant 1.5 * 2^52
  * (which leaves k in the low bits), |r| <= ln2/128 (Cody-Waite: LN2_64_HI has 36
@@ -715,14 +716,14 @@ static const double EXP_TAB[64][2] = {
     {0x1.fa7c1819e90d8p+0, 0x1.74853f3a5931ep-55},
 };
 
-PW_CLONES static void exp_f64(const double *restrict a, double *restrict r, int64_t n) {
+PW_CLONES static void exp_f64(const double *restrict a, double *restrict r, int64_t n, bool neg) {
     const double MAGIC = 0x1.8p52, INV_LN2_64 = 0x1.71547652b82fep+6;
     const double LN2_64_HI = 0x1.62e42fefa0000p-7, LN2_64_LO = 0x1.cf79abc9e3b3ap-46;
     uint64_t out = 0; /* nonzero: some k outside [-1021 * 64, 1022 * 64 + 63] */
     for (int64_t i = 0; i < n; i++) {
         /* No clamp (it would stop the vectorizer): for any x, NaN and infinities too, j
          * indexes the table and the integer arithmetic wraps; such k are redone below. */
-        const double x = a[i];
+        const double x = neg ? -a[i] : a[i];
         const double t = x * INV_LN2_64 + MAGIC;
         const double kd = t - MAGIC;
         const double rr = (x - kd * LN2_64_HI) - kd * LN2_64_LO;
@@ -741,9 +742,10 @@ PW_CLONES static void exp_f64(const double *restrict a, double *restrict r, int6
     }
     if (out) /* (rare: results below 2^-1021 or above 2^1022, infinities, NaN) */
         for (int64_t i = 0; i < n; i++) {
-            const double t = a[i] * INV_LN2_64 + MAGIC;
+            const double x = neg ? -a[i] : a[i];
+            const double t = x * INV_LN2_64 + MAGIC;
             const uint64_t kb = sf_cpu_bits(t) - sf_cpu_bits(MAGIC) + 1021 * 64;
-            if (kb > 2043 * 64 + 63) r[i] = exp(a[i]);
+            if (kb > 2043 * 64 + 63) r[i] = exp(x);
         }
 }
 
@@ -763,13 +765,11 @@ PW_CLONES static void where_select(const void *restrict a, const void *restrict 
 }
 
 /* Unary ops computed in double; r gets the (unrounded) results. */
-static void unary_f64(sf_op op, const double *a, double *r, int64_t n) {
-    double t[SF_CPU_BLOCK]; /* sigmoid's and silu's -a */
-    SF_ASSERT(n <= SF_CPU_BLOCK);
+PW_CLONES static void unary_f64(sf_op op, const double *a, double *r, int64_t n) {
     switch (op) {
     case SF_OP_neg: LOOP(r[i] = -a[i]); break;
     case SF_OP_abs: LOOP(r[i] = fabs(a[i])); break;
-    case SF_OP_exp: exp_f64(a, r, n); break;
+    case SF_OP_exp: exp_f64(a, r, n, false); break;
     case SF_OP_log: LOOP(r[i] = log(a[i])); break;
     case SF_OP_log1p: LOOP(r[i] = log1p(a[i])); break;
     case SF_OP_expm1: LOOP(r[i] = expm1(a[i])); break;
@@ -777,14 +777,12 @@ static void unary_f64(sf_op op, const double *a, double *r, int64_t n) {
     case SF_OP_rsqrt: LOOP(r[i] = 1.0 / sqrt(a[i])); break;
     case SF_OP_reciprocal: LOOP(r[i] = 1.0 / a[i]); break;
     case SF_OP_sigmoid:
-        LOOP(t[i] = -a[i]);
-        exp_f64(t, r, n);
+        exp_f64(a, r, n, true);
         LOOP(r[i] = 1.0 / (1.0 + r[i]));
         break;
     case SF_OP_tanh: LOOP(r[i] = tanh(a[i])); break;
     case SF_OP_silu:
-        LOOP(t[i] = -a[i]);
-        exp_f64(t, r, n);
+        exp_f64(a, r, n, true);
         LOOP(r[i] = a[i] / (1.0 + r[i]));
         break;
     case SF_OP_relu: LOOP(r[i] = a[i] > 0.0 ? a[i] : (isnan(a[i]) ? a[i] : 0.0)); break; /* -0 gives +0 */
@@ -817,8 +815,8 @@ static void unary_i64(sf_op op, const int64_t *a, int64_t *r, int64_t n) {
 
 /* Binary ops on doubles.  Returns true when the result is in rf (a float), false
  * when it is in ri (a bool). */
-static bool binary_f64(sf_op op, const double *a, const double *b, double *rf, int64_t *ri,
-                       int64_t n) {
+PW_CLONES static bool binary_f64(sf_op op, const double *a, const double *b, double *rf, int64_t *ri,
+                                 int64_t n) {
     switch (op) {
     case SF_OP_add: LOOP(rf[i] = a[i] + b[i]); return true;
     case SF_OP_sub: LOOP(rf[i] = a[i] - b[i]); return true;
@@ -845,8 +843,8 @@ static bool binary_f64(sf_op op, const double *a, const double *b, double *rf, i
     case SF_OP_le: LOOP(ri[i] = a[i] <= b[i]); return false;
     case SF_OP_gt: LOOP(ri[i] = a[i] > b[i]); return false;
     case SF_OP_ge: LOOP(ri[i] = a[i] >= b[i]); return false;
-    case SF_OP_logical_and: LOOP(ri[i] = a[i] != 0.0 && b[i] != 0.0); return false;
-    case SF_OP_logical_or: LOOP(ri[i] = a[i] != 0.0 || b[i] != 0.0); return false;
+    case SF_OP_logical_and: LOOP(ri[i] = (a[i] != 0.0) & (b[i] != 0.0)); return false;
+    case SF_OP_logical_or: LOOP(ri[i] = (a[i] != 0.0) | (b[i] != 0.0)); return false;
     default: SF_ASSERT(!"not a binary op"); return true;
     }
 }
@@ -886,8 +884,8 @@ static bool binary_i64(sf_op op, const int64_t *a, const int64_t *b, int64_t *r,
     case SF_OP_le: LOOP(r[i] = a[i] <= b[i]); break;
     case SF_OP_gt: LOOP(r[i] = a[i] > b[i]); break;
     case SF_OP_ge: LOOP(r[i] = a[i] >= b[i]); break;
-    case SF_OP_logical_and: LOOP(r[i] = a[i] != 0 && b[i] != 0); break;
-    case SF_OP_logical_or: LOOP(r[i] = a[i] != 0 || b[i] != 0); break;
+    case SF_OP_logical_and: LOOP(r[i] = (a[i] != 0) & (b[i] != 0)); break;
+    case SF_OP_logical_or: LOOP(r[i] = (a[i] != 0) | (b[i] != 0)); break;
     default: SF_ASSERT(!"not an integer binary op"); break;
     }
     return true;
