@@ -7,6 +7,7 @@
 # variable that picks the kernel (EMU_SCAN, EMU_RED or EMU_ELEM).
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_emu.XXXXXX")
 export TMPDIR=$D
+export EMU_CACHE=$D/cache # run.sh's binaries, shared by this script's runs
 trap 'rm -rf "$D"' EXIT
 prog() { # NAME TEXT: $D/NAME.sf, TEXT with printf's escapes
     printf '%b' "$2" > "$D/$1.sf"

@@ -24,13 +24,31 @@ BUILD=${BUILD:-$ROOT/build}
 # the emulator runs the small kernel alone: a leading topk stays one of its phases
 export SCANFUSE_CUDA_TUNE=${SCANFUSE_CUDA_TUNE:-small_topk_grid=0}
 D=$(mktemp -d "${TMPDIR:-/tmp}/sf_cuda_emu.XXXXXX")
-gcc -O1 -std=c11 -I"$ROOT/src" -I"$ROOT/include" "$HERE/gen.c" "$BUILD/libscanfuse.a" -lm -ldl -lpthread -o "$D/gen"
-"$D/gen" "$1" "$D" "${2:-0}" "${3:-0}" "${4:-1}"
+# EMU_CACHE=DIR (lib.sh sets one a script): gen built once, and each harness binary kept
+# under the hash of what it is compiled from, for the runs that differ only in their
+# inputs (a binary is written under a temporary name and renamed: runs in parallel)
+GEN=$D/gen
+if [ -n "${EMU_CACHE:-}" ]; then
+    mkdir -p "$EMU_CACHE"
+    GEN=$EMU_CACHE/gen
+fi
+if [ ! -x "$GEN" ]; then
+    gcc -O1 -std=c11 -I"$ROOT/src" -I"$ROOT/include" "$HERE/gen.c" "$BUILD/libscanfuse.a" -lm -ldl -lpthread -o "$D/gen"
+    [ "$GEN" = "$D/gen" ] || mv -f "$D/gen" "$GEN"
+fi
+"$GEN" "$1" "$D" "${2:-0}" "${3:-0}" "${4:-1}"
 python3 "$HERE/xform.py" "$D/src.cu" > "$D/kernel.inc"
 # -fwrapv: with the row scans' one-path vector loads (session 13), g++ 12 -O1 left the
 # second row of a staged, reversed row of 1-, 8- and 4-byte inputs unwritten unless
 # signed overflow wraps (-fwrapv, -fno-strict-overflow or -fno-ivopts), though UBSan
 # finds no overflow there and clang++ -O1, g++ -O0 and -O2 all compute it right; the
 # same program runs on the GPU in test_cuda (bench/NOTES.md, session 13)
-g++ -std=c++17 -O1 -fwrapv -w -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
-"$D/h" "$D" "${5:-0}"
+H=$D/h
+if [ -n "${EMU_CACHE:-}" ]; then
+    H=$EMU_CACHE/h.$(cat "$D/nt" "$D/kernel.inc" "$D/launch.inc" | sha1sum | cut -c1-40)
+fi
+if [ ! -x "$H" ]; then
+    g++ -std=c++17 -O1 -fwrapv -w -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
+    [ "$H" = "$D/h" ] || mv -f "$D/h" "$H"
+fi
+"$H" "$D" "${5:-0}"
