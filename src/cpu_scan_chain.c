@@ -273,8 +273,8 @@ void sf_scan_max64(const sf_seq *s, int64_t a, int64_t b, sf_maxc64 *c, bool sto
  * single row ran 8 % slower). */
 CH_AI bool prod_buffered(scanfuse_dtype ydt) { return ydt == SCANFUSE_FLOAT16 || ydt == SCANFUSE_BFLOAT16; }
 
-CH_AI void prod_put(const sf_seq *s, scanfuse_dtype ydt, bool buf, double *v, int64_t i0, int64_t i, double val) {
-    if (buf) v[i - i0] = val;
+CH_AI void prod_put(const sf_seq *s, scanfuse_dtype ydt, double *v, int64_t i0, int64_t i, double val) {
+    if (prod_buffered(ydt)) v[i - i0] = val;
     else st_f(s->y, s->y0 + s->ys * i, ydt, val);
 }
 
@@ -286,7 +286,6 @@ CH_AI void prodf_impl(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, scanf
                       scanfuse_dtype ydt, int64_t xs) {
     enum { PB = 256 };
     double v[PB];
-    const bool buf = prod_buffered(ydt);
     sf_prodx p = *pf;
     int64_t es = p.e;
     double s1, s2;
@@ -295,13 +294,13 @@ CH_AI void prodf_impl(const sf_seq *s, int64_t a, int64_t b, sf_prodx *pf, scanf
         const int64_t i1 = b - i0 < PB ? b : i0 + PB;
         int64_t i = i0;
         for (; i < i1 && i < s->lo; i++) /* the identity: the product stays */
-            prod_put(s, ydt, buf, v, i0, i, p.m * s1 * s2);
+            prod_put(s, ydt, v, i0, i, p.m * s1 * s2);
         for (; i < i1; i++) {
             p = sf_prodx_times(p, ld_f(s->x, s->x0 + xs * i, xdt), xdt);
             if (__builtin_expect(p.e != es, 0)) sf_prodx_scales(es = p.e, &s1, &s2);
-            prod_put(s, ydt, buf, v, i0, i, p.m * s1 * s2);
+            prod_put(s, ydt, v, i0, i, p.m * s1 * s2);
         }
-        if (buf) sf_cpu_store_f64(s->y, ydt, s->y0 + s->ys * i0, s->ys, i1 - i0, v);
+        if (prod_buffered(ydt)) sf_cpu_store_f64(s->y, ydt, s->y0 + s->ys * i0, s->ys, i1 - i0, v);
     }
     *pf = p;
 }

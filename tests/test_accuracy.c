@@ -830,6 +830,14 @@ static bool same_f64(double a, double b, int ulps) {
     return fabs(a - b) <= ulps * (nextafter(fabs(b), INFINITY) - fabs(b));
 }
 
+/* A contiguous 1-D tensor of dtype dt holding x[0..n) (each stored as a store rounds
+ * it).  false: out of memory. */
+static bool tb_values(tbuf *t, scanfuse_dtype dt, int64_t n, const double *x) {
+    if (!tb_init(t, dt, 1, &n, 0)) return false;
+    for (int64_t j = 0; j < n; j++) sf_store_f64(t->base, tb_offset(t, j), dt, x[j]);
+    return true;
+}
+
 static void lse_cases(void) {
     /* -inf adds nothing, an infinite maximum gives that infinity, NaN propagates, the
      * exclusive scan starts at -inf */
@@ -842,8 +850,7 @@ static void lse_cases(void) {
         for (int excl = 0; excl < 2; excl++) {
             scanfuse_dtype dt = f32 ? SCANFUSE_FLOAT32 : SCANFUSE_FLOAT64;
             tbuf in, out;
-            CHECK(tb_init(&in, dt, 1, &n, 0) && tb_init(&out, dt, 1, &n, 0));
-            for (int64_t j = 0; j < n; j++) sf_store_f64(in.base, tb_offset(&in, j), in.dt, x[j]);
+            CHECK(tb_values(&in, dt, n, x) && tb_init(&out, dt, 1, &n, 0));
             char text[160];
             snprintf(text, sizeof text, "input x: %s[10]\ny = logcumsumexp(x, dim=0%s)\noutput y\n",
                      f32 ? "float32" : "float64", excl ? ", exclusive=true" : "");
@@ -1006,8 +1013,7 @@ static void exp_cases(void) {
         for (int o = 0; o < 3; o++) {
             scanfuse_dtype dt = f32 ? SCANFUSE_FLOAT32 : SCANFUSE_FLOAT64;
             tbuf in, out;
-            CHECK(tb_init(&in, dt, 1, &n, 0) && tb_init(&out, dt, 1, &n, 0));
-            for (int64_t j = 0; j < n; j++) sf_store_f64(in.base, tb_offset(&in, j), in.dt, x[j]);
+            CHECK(tb_values(&in, dt, n, x) && tb_init(&out, dt, 1, &n, 0));
             char text[160];
             snprintf(text, sizeof text, "input x: %s[%lld]\ny = %s(x)\noutput y\n", f32 ? "float32" : "float64",
                      (long long)n, ops[o]);
@@ -1053,8 +1059,7 @@ static void prod_sequence(scanfuse_dtype dt, const double *x, const double *want
     for (int form = 0; form < 3; form++) { /* inclusive, exclusive, prod */
         tbuf in, out;
         int64_t one = 1;
-        CHECK(tb_init(&in, dt, 1, &n, 0) && tb_init(&out, dt, form == 2 ? 0 : 1, form == 2 ? &one : &n, 0));
-        for (int64_t j = 0; j < n; j++) sf_store_f64(in.base, tb_offset(&in, j), dt, x[j]);
+        CHECK(tb_values(&in, dt, n, x) && tb_init(&out, dt, form == 2 ? 0 : 1, form == 2 ? &one : &n, 0));
         char text[200];
         snprintf(text, sizeof text, "input x: %s[%lld]\ny = %s\noutput y\n", dn, (long long)n,
                  form == 0 ? "cumprod(x, dim=0)" : form == 1 ? "cumprod(x, dim=0, exclusive=true)" : "prod(x)");
