@@ -946,7 +946,7 @@ scanfuse_status sf_cpu_pointwise(const sf_node *node, scanfuse_dtype cdt, const 
         if (is_where) {
             res_f = fdom;
             /* selects by a mask, not a branch: a random condition mispredicted every
-             * other element (5.3 ns an element, NOTES session 39 entry 7) *
+             * other element (5.3 ns an element, NOTES session 39 entry 7) */
             if (fdom) where_select(fa[1], fa[2], ia[0], fr, n);
             else where_select(ia[1], ia[2], ia[0], ir, n);
         } else if (nin == 1) {
