@@ -192,6 +192,27 @@ void sf_cpu_sum2_lanes(double *hi, double *lo, const double *x, int64_t K, int64
 void sf_cpu_sum2_lanes_f32(double *hi, double *lo, const float *x, int64_t K, int64_t r0);
 void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, double *c);
 
+/* Exact short sums.  Values of a p-bit float format (float32: p = 24, float16: 11,
+ * bfloat16: 8) are multiples of 2^(e - p + 1), e the smallest nonzero one's exponent,
+ * and below 2^(E + 1) in magnitude, E the largest one's.  When
+ * E - e <= 53 - p - ceil(log2 K), every partial sum of K of them, in any order, is a
+ * multiple of that power below 2^53 times it, so a double: every addition is exact.  The
+ * compensated sums (sf_cpu_sum2_add, sf_cpu_sum2_lanes) then end with the exact sum and
+ * an error term of +0 in every chain, and a plain double sum in any order ends with the
+ * same double (+0 for a zero sum: every chain starts at +0).  So the test and a plain sum
+ * in vector lanes stand in for them, with the same bytes, at a third of the operations.
+ *   sf_cpu_sum_exact_f32: x[0..K), float32 holding p-bit values; _f64: doubles holding
+ *   p-bit values.  True, with the exact sum in *s, when the test passes; false (a NaN or
+ *   an infinity among them, or too wide a range of exponents) with *s unspecified. */
+extern bool sf_cpu_sum_exact_off; /* test hook: the compensated sums only */
+bool sf_cpu_sum_exact_f32(const float *x, int64_t K, int p, double *s);
+bool sf_cpu_sum_exact_f64(const double *x, int64_t K, int p, double *s);
+/* The p of sf_cpu_sum_exact_* for values of dtype dt, 0 when it does not apply
+ * (float64, integers). */
+static inline int sf_cpu_sum_exact_bits(scanfuse_dtype dt) {
+    return sf_cpu_sum_exact_off ? 0 : dt == SCANFUSE_FLOAT32 ? 24 : dt == SCANFUSE_FLOAT16 ? 11 : dt == SCANFUSE_BFLOAT16 ? 8 : 0;
+}
+
 /* Normalizes (s, c) into hi + lo with hi = fl(s + c) (TwoSum); false when the sum is
  * not finite (then *hi is that infinity or NaN and *lo is 0). */
 static inline bool sf_cpu_sum2_split(double s, double c, double *hi, double *lo) {

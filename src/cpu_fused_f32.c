@@ -225,6 +225,46 @@ static void sum2_add_block(double *restrict hi, double *restrict lo, const float
     }
 }
 
+/* The row mode of sf_cpu_f32_sum when each output's reduced elements are one run of K
+ * at stride rs (offset roff from the output's): blocks of outputs from kit, each summed
+ * as the general loop sums it, or by the exact test's plain sum (sf_cpu_sum_exact_f32:
+ * the same bytes) while it keeps passing; one store a block.  False (nothing done) when
+ * a run would not fit the load buffer. */
+static bool f32_rows_sum(const sf_view *in, const sf_view *out, sf_cpu_iter *kit, int64_t K, int64_t rs,
+                         int64_t roff, bool lanes) {
+    const bool in_place = in->dtype == SCANFUSE_FLOAT32 && rs == 1 && (uintptr_t)in->data % sizeof(float) == 0;
+    if (!in_place && K > SF_CPU_BLOCK) return false;
+    float x[SF_CPU_BLOCK], y[SF_CPU_BLOCK];
+    double hi[SF_SUM_LANES], lo[SF_SUM_LANES];
+    int exact_p = sf_cpu_sum_exact_bits(in->dtype);
+    int64_t koffs[2], m, misses = 0, hits = 0;
+    while ((m = sf_cpu_iter_next(kit, SF_CPU_BLOCK, koffs)) > 0) {
+        const int64_t s_in = sf_cpu_iter_stride(kit, 0), s_out = sf_cpu_iter_stride(kit, 1);
+        for (int64_t j = 0; j < m; j++) {
+            const int64_t off = koffs[0] + j * s_in + roff;
+            const float *xs = x;
+            if (in_place) xs = (const float *)in->data + off;
+            else sf_cpu_f32_load(in->data, in->dtype, off, rs, K, x);
+            double h = 0.0, l = 0.0;
+            if (exact_p && sf_cpu_sum_exact_f32(xs, K, exact_p, &h)) {
+                hits++;
+            } else if (lanes) {
+                if (exact_p && ++misses > hits + 64) exact_p = 0;
+                for (int q = 0; q < SF_SUM_LANES; q++) hi[q] = lo[q] = 0.0;
+                sf_cpu_sum2_lanes_f32(hi, lo, xs, K, 0);
+                sf_cpu_sum2_lanes_fold(hi, lo, &h, &l);
+            } else {
+                if (exact_p && ++misses > hits + 64) exact_p = 0;
+                h = 0.0;
+                for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)xs[t]);
+            }
+            y[j] = (float)sf_cpu_sum2_result(h, l, SCANFUSE_FLOAT32);
+        }
+        sf_cpu_f32_store(out->data, out->dtype, koffs[1], s_out, m, y);
+    }
+    return true;
+}
+
 /* sum into float32 of float32/bfloat16 values: the generic reduction's arithmetic
  * (compensated sums in double, each output's elements in row-major order of the reduced
  * dims, rounded once), reading floats straight from the tile.  One element per output
@@ -276,6 +316,10 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
     /* one output at a time, runs of its reduced elements (long runs in lanes, as
      * sf_cpu_reduce sums them) */
     const bool lanes = sp.rcount > SF_SUM_LANES_MIN;
+    sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
+    K = sf_cpu_iter_next(&rit, INT64_MAX, roffs);
+    if (K == sp.rcount && f32_rows_sum(in, out, &kit, K, sf_cpu_iter_stride(&rit, 0), roffs[0], lanes))
+        return;
     while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
         double h = 0.0, l = 0.0;
         for (int q = 0; q < SF_SUM_LANES; q++) hi[q] = lo[q] = 0.0;

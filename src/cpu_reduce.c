@@ -191,6 +191,81 @@ RED_CLONES void sf_cpu_sum2_lanes_f32(double *restrict hi, double *restrict lo, 
     sum2_lanes(hi, lo, NULL, x, K, r0);
 }
 
+bool sf_cpu_sum_exact_off = false;
+
+/* sf_cpu_sum_exact_*'s test: amax the largest magnitude's bits (sign cleared), amin1 the
+ * smallest nonzero one's bits minus 1 (all ones when every value is zero), of a format
+ * whose exponent field starts at bit `shift` and reads `inf` for infinities and NaN. */
+static bool exact_range(uint64_t amax, uint64_t amin1, int shift, uint64_t inf, int p, int64_t K) {
+    if (amax == 0) return true; /* all zeros: the sum is +0 */
+    const int64_t emax = (int64_t)(amax >> shift), emin = (int64_t)((amin1 + 1) >> shift);
+    if (emax == (int64_t)inf) return false;
+    const int lg = K <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)(K - 1));
+    /* A subnormal's field reads one below its exponent: the bound only grows safer. */
+    return emax - emin <= 53 - p - lg;
+}
+
+/* The plain sums: any order is the exact one's when the test passes; two vectors of 8
+ * lanes, halves folded into halves. */
+static inline __attribute__((always_inline)) double plain_sum(const double *restrict xd, const float *restrict xf,
+                                                              int64_t K) {
+    red_v8d a0 = {0}, a1 = {0};
+    int64_t t = 0;
+    for (; t + 2 * SF_SUM_LANES <= K; t += 2 * SF_SUM_LANES) {
+        red_v8d v0, v1;
+        if (xd) {
+            memcpy(&v0, xd + t, sizeof v0);
+            memcpy(&v1, xd + t + SF_SUM_LANES, sizeof v1);
+        } else {
+            red_v8f f0, f1;
+            memcpy(&f0, xf + t, sizeof f0);
+            memcpy(&f1, xf + t + SF_SUM_LANES, sizeof f1);
+            v0 = __builtin_convertvector(f0, red_v8d);
+            v1 = __builtin_convertvector(f1, red_v8d);
+        }
+        a0 += v0;
+        a1 += v1;
+    }
+    double sum = 0.0;
+    if (t > 0) {
+        a0 += a1;
+        const red_v8d a4 = a0 + __builtin_shufflevector(a0, a0, 4, 5, 6, 7, 0, 1, 2, 3);
+        const red_v8d a2 = a4 + __builtin_shufflevector(a4, a4, 2, 3, 0, 1, 2, 3, 0, 1);
+        sum = a2[0] + a2[1];
+    }
+    for (; t < K; t++) sum += xd ? xd[t] : (double)xf[t];
+    return sum;
+}
+
+/* The test's extremes are plain loops: GCC turns them into unsigned vector max / min. */
+RED_CLONES bool sf_cpu_sum_exact_f32(const float *restrict x, int64_t K, int p, double *s) {
+    uint32_t amax = 0, amin1 = UINT32_MAX;
+    for (int64_t t = 0; t < K; t++) {
+        uint32_t b;
+        memcpy(&b, x + t, sizeof b);
+        b &= 0x7fffffffu;
+        amax = b > amax ? b : amax;
+        amin1 = b - 1u < amin1 ? b - 1u : amin1;
+    }
+    if (!exact_range(amax, amin1 == UINT32_MAX ? UINT64_MAX : amin1, 23, 0xff, p, K)) return false;
+    *s = plain_sum(NULL, x, K);
+    return true;
+}
+
+RED_CLONES bool sf_cpu_sum_exact_f64(const double *restrict x, int64_t K, int p, double *s) {
+    uint64_t amax = 0, amin1 = UINT64_MAX;
+    for (int64_t t = 0; t < K; t++) {
+        uint64_t b;
+        memcpy(&b, x + t, sizeof b);
+        b &= 0x7fffffffffffffffu;
+        amax = b > amax ? b : amax;
+        amin1 = b - 1u < amin1 ? b - 1u : amin1;
+    }
+    if (!exact_range(amax, amin1, 52, 0x7ff, p, K)) return false;
+    *s = plain_sum(x, NULL, K);
+    return true;
+}
+
 /* Column mode's sums: one sf_cpu_sum2_add for each of m outputs (element j of x into
  * output j's chain), the whole groups of 8 in vector lanes as sf_cpu_sum2_lanes takes
  * them (the same IEEE operations, so the same bytes as the scalar chain). */
@@ -397,31 +472,43 @@ static double sum2_div(double s, double c, double count, scanfuse_dtype dt) {
     return dt == SCANFUSE_FLOAT64 ? h : sf_cpu_dd_to_odd(h, l);
 }
 
+/* The results of the m outputs whose accumulators are at [0, m) into yf / yi [to, to+m). */
+static void red_values(red_work *w, red_kind k, scanfuse_dtype dt, double count, int64_t to, int64_t m) {
+    double *yf = w->yf + to;
+    int64_t *yi = w->yi + to;
+    switch (k) {
+    case R_SUM_F:
+        for (int64_t j = 0; j < m; j++) yf[j] = sf_cpu_sum2_result(w->hi[j], w->lo[j], dt);
+        break;
+    case R_MEAN:
+        for (int64_t j = 0; j < m; j++) yf[j] = sum2_div(w->hi[j], w->lo[j], count, dt);
+        break;
+    case R_PROD_F:
+        for (int64_t j = 0; j < m; j++) yf[j] = sf_prodx_value((sf_prodx){w->hi[j], w->iv[j]});
+        break;
+    case R_MAX_F: case R_MIN_F:
+        memcpy(yf, w->hi, (size_t)m * sizeof(double));
+        break;
+    case R_SUM_I: case R_PROD_I: case R_MAX_I: case R_MIN_I:
+        memcpy(yi, w->iv, (size_t)m * sizeof(int64_t));
+        break;
+    case R_ARGMAX_F: case R_ARGMAX_I: case R_ARGMIN_F: case R_ARGMIN_I:
+        memcpy(yi, w->idx, (size_t)m * sizeof(int64_t));
+        break;
+    }
+}
+
+/* Writes yf / yi [0, m) to the output buffer. */
+static void red_store(const red_work *w, red_kind k, const sf_view *out, int64_t off, int64_t stride, int64_t m) {
+    if (red_float_result(k)) sf_cpu_store_f64(out->data, out->dtype, off, stride, m, w->yf);
+    else sf_cpu_store_i64(out->data, out->dtype, off, stride, m, w->yi);
+}
+
 /* Writes the results of m outputs to the output buffer. */
 static void red_finish(red_work *w, red_kind k, scanfuse_dtype dt, double count,
                        const sf_view *out, int64_t off, int64_t stride, int64_t m) {
-    switch (k) {
-    case R_SUM_F:
-        for (int64_t j = 0; j < m; j++) w->yf[j] = sf_cpu_sum2_result(w->hi[j], w->lo[j], dt);
-        break;
-    case R_MEAN:
-        for (int64_t j = 0; j < m; j++) w->yf[j] = sum2_div(w->hi[j], w->lo[j], count, dt);
-        break;
-    case R_PROD_F:
-        for (int64_t j = 0; j < m; j++) w->yf[j] = sf_prodx_value((sf_prodx){w->hi[j], w->iv[j]});
-        break;
-    case R_MAX_F: case R_MIN_F:
-        memcpy(w->yf, w->hi, (size_t)m * sizeof(double));
-        break;
-    case R_SUM_I: case R_PROD_I: case R_MAX_I: case R_MIN_I:
-        memcpy(w->yi, w->iv, (size_t)m * sizeof(int64_t));
-        break;
-    case R_ARGMAX_F: case R_ARGMAX_I: case R_ARGMIN_F: case R_ARGMIN_I:
-        memcpy(w->yi, w->idx, (size_t)m * sizeof(int64_t));
-        break;
-    }
-    if (red_float_result(k)) sf_cpu_store_f64(out->data, out->dtype, off, stride, m, w->yf);
-    else sf_cpu_store_i64(out->data, out->dtype, off, stride, m, w->yi);
+    red_values(w, k, dt, count, 0, m);
+    red_store(w, k, out, off, stride, m);
 }
 
 size_t sf_cpu_reduce_work_size(void) { return sizeof(red_work); }
@@ -504,6 +591,46 @@ static void red_cols(void *ctx, int tid, int nthreads) {
     }
 }
 
+/* Row mode when each output's reduced elements are one run of K <= SF_CPU_BLOCK at
+ * stride rs (offset roff from the output's own): blocks of up to SF_CPU_BLOCK outputs,
+ * each output gathered and folded as the general row mode folds it (so the same bytes),
+ * its result kept until the block is stored at once.  The general loop pays an
+ * iterator's start and a store per output, which dominates short rows (an argmax over
+ * the rows of [2048, 128]: NOTES session 40).  A float sum whose values pass the exact
+ * test (sf_cpu_sum_exact_f64) takes its plain sum, the compensated sum's bytes; after
+ * many misses in a call it stops trying (the bytes are the same either way). */
+static void red_rows(red_work *w, red_kind k, scanfuse_dtype cv, const sf_view *in, const sf_view *out,
+                     const sf_red_split *sp, int64_t K, int64_t rs, int64_t roff, double count) {
+    const int64_t *ksp[2] = {sp->kin, sp->kout};
+    sf_cpu_iter kit;
+    int64_t koffs[2], m;
+    const bool fin = red_float_input(k);
+    int exact_p = k == R_SUM_F || k == R_MEAN ? sf_cpu_sum_exact_bits(cv) : 0;
+    int64_t misses = 0, hits = 0;
+    sf_cpu_iter_init(&kit, sp->nk, sp->kshape, 2, ksp);
+    while ((m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0) {
+        const int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
+        for (int64_t j = 0; j < m; j++) {
+            const int64_t off = koffs[0] + j * s_in + roff;
+            if (fin) sf_cpu_gather_f64(in->data, in->dtype, off, rs, K, cv, w->xf);
+            else sf_cpu_gather_i64(in->data, in->dtype, off, rs, K, cv, w->xi);
+            double S;
+            if (exact_p && sf_cpu_sum_exact_f64(w->xf, K, exact_p, &S)) {
+                w->hi[0] = S;
+                w->lo[0] = 0.0;
+                hits++;
+            } else {
+                if (exact_p && ++misses > hits + 64) exact_p = 0;
+                red_init(w, k, w->lanes ? SF_SUM_LANES : 1);
+                red_tile(w, k, K, 1, 0);
+                if (w->lanes) sf_cpu_sum2_lanes_fold(w->hi, w->lo, &w->hi[0], &w->lo[0]);
+            }
+            red_values(w, k, out->dtype, count, j, 1);
+        }
+        red_store(w, k, out, koffs[1], s_out, m);
+    }
+}
+
 /* Column mode runs on the pool past this many input elements (and with 2 blocks of
  * outputs or more); below it a thread's wake-up costs more than it saves. */
 #define RED_COLS_MT_MIN ((int64_t)1 << 16)
@@ -572,6 +699,12 @@ void sf_cpu_reduce_mt(const sf_node *node, const sf_view *in, const sf_view *out
     } else {
         /* Row mode: one output at a time, runs of its reduced elements per tile. */
         w->lanes = (k == R_SUM_F || k == R_MEAN) && sp.rcount > SF_SUM_LANES_MIN;
+        sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
+        K = sf_cpu_iter_next(&rit, INT64_MAX, roffs);
+        if (K == sp.rcount && K <= SF_CPU_BLOCK) {
+            red_rows(w, k, cv, in, out, &sp, K, sf_cpu_iter_stride(&rit, 0), roffs[0], count);
+            return;
+        }
         sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
         while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
             red_init(w, k, w->lanes ? SF_SUM_LANES : 1);

@@ -696,6 +696,195 @@ static void lanes_layouts(void) {
     printf("  row sums in lanes: the same bytes for every cut of the rows, layout and thread count\n");
 }
 
+/* The compensated sums of x[0..K) (one chain; the lanes folded) against s: the same
+ * bytes, error terms +0; and s the exact sum where xacc holds the values. */
+static void exact_row_check(const double *x, int64_t K, double s, const char *what) {
+    double h = 0.0, l = 0.0, hl[SF_SUM_LANES] = {0}, ll[SF_SUM_LANES] = {0}, fh, fl;
+    xacc ex;
+    memset(&ex, 0, sizeof ex);
+    bool held = true;
+    for (int64_t t = 0; t < K; t++) {
+        sf_cpu_sum2_add(&h, &l, x[t]);
+        held = held && fabs(x[t]) < 0x1p70 && ldexp(x[t], 160) == round(ldexp(x[t], 160)) && xacc_add(&ex, x[t]);
+    }
+    sf_cpu_sum2_lanes(hl, ll, x, K, 0);
+    sf_cpu_sum2_lanes_fold(hl, ll, &fh, &fl);
+    const double pz = 0.0;
+    CHECKF(memcmp(&h, &s, sizeof s) == 0 && memcmp(&l, &pz, sizeof l) == 0,
+           "%s: the chain ends (%a, %a), the exact test's sum %a", what, h, l, s);
+    CHECKF(memcmp(&fh, &s, sizeof s) == 0 && memcmp(&fl, &pz, sizeof fl) == 0,
+           "%s: the lanes end (%a, %a), the exact test's sum %a", what, fh, fl, s);
+    if (held) CHECKF(xacc_value(&ex) == s, "%s: %a, exact %a", what, s, xacc_value(&ex));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Exact short sums (cpu.h, sf_cpu_sum_exact_*): the compensated sums' bytes            */
+/* ---------------------------------------------------------------------------------- */
+
+/* A value of a p-bit format with exponent e (|v| in [2^e, 2^(e+1))): a random p-bit
+ * significand, or the largest one (top), or one with its lowest bit set (odd). */
+static double pbit_value(sf_test_rng *r, int p, int e, int kind) {
+    const int64_t lo = (int64_t)1 << (p - 1), hi = ((int64_t)1 << p) - 1;
+    int64_t m = kind == 1 ? hi : sf_test_rng_int(r, lo, hi);
+    if (kind == 2) m |= 1;
+    return ldexp((double)m, e - (p - 1));
+}
+
+/* One row's checks: when sf_cpu_sum_exact_* pass, their sum has the bytes of both
+ * compensated forms (one chain, and the 8 lanes folded), whose error terms are +0; it is
+ * the exact sum where xacc can hold the values; the float32 and double forms agree.
+ * Returns whether the test passed. */
+static bool exact_row(const double *x, int64_t K, int p, bool f32, bool normal, const char *what) {
+    static float xf[600];
+    double s64 = 0.0, s32 = 0.0;
+    const bool ok64 = sf_cpu_sum_exact_f64(x, K, p, &s64);
+    if (f32) {
+        for (int64_t t = 0; t < K; t++) xf[t] = (float)x[t];
+        const bool ok32 = sf_cpu_sum_exact_f32(xf, K, p, &s32);
+        if (normal) CHECKF(ok32 == ok64, "%s: the float32 test says %d, the double one %d", what, ok32, ok64);
+        if (ok32 && ok64) CHECKF(memcmp(&s32, &s64, sizeof s32) == 0, "%s: %a (float32) vs %a", what, s32, s64);
+        if (!ok64 && ok32) s64 = s32;
+        if (!normal && ok32 && !ok64) { /* the float32 form alone: check it below */
+            exact_row_check(x, K, s32, what);
+            return true;
+        }
+    }
+    if (ok64) exact_row_check(x, K, s64, what);
+    return ok64;
+}
+
+/* The primitive over float32 (p 24), float16 (11) and bfloat16 (8) values, rows of K from
+ * 1 to 600 whose exponents span the test's limit L = 53 - p - ceil(log2 K) give or take
+ * two: random rows, and tight ones (all but one at the largest magnitude and sign, one
+ * at the smallest exponent with its lowest bit set); rows at or within the limit must
+ * pass.  Then zeros of both signs (+0), infinities and NaN (never pass), float32
+ * subnormals, values near float32's largest. */
+static void exact_primitive(void) {
+    static double x[600];
+    static const int ps[] = {24, 11, 8};
+    static const int64_t Ks[] = {1, 2, 3, 7, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 511, 512, 600};
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0xE7AC7ull);
+    int passed = 0, failed = 0;
+    char what[160];
+    for (size_t pi = 0; pi < 3; pi++) {
+        const int p = ps[pi], emin = p == 11 ? -14 : -126, emax = p == 11 ? 15 : 127;
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const int64_t K = Ks[ki];
+            const int lg = K <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)(K - 1));
+            const int lim = 53 - p - lg;
+            for (int d = lim - 2; d <= lim + 2; d++) {
+                if (d < 0 || d > emax - emin) continue;
+                for (int trial = 0; trial < 6; trial++) {
+                    const bool tight = trial >= 3;
+                    int e0 = (int)sf_test_rng_int(&rng, emin + d, emax);
+                    if (trial % 3 == 1) e0 = (int)sf_test_rng_int(&rng, emin + d, emin + d + 2 < emax ? emin + d + 2 : emax);
+                    for (int64_t t = 0; t < K; t++) {
+                        int e = (int)sf_test_rng_int(&rng, e0 - d, e0);
+                        double v = pbit_value(&rng, p, e, 0);
+                        if (tight) v = t == K / 2 ? pbit_value(&rng, p, e0 - d, 2) : pbit_value(&rng, p, e0, 1);
+                        else if (sf_test_rng_int(&rng, 0, 1)) v = -v;
+                        x[t] = v;
+                    }
+                    if (!tight || K == 1) { x[0] = pbit_value(&rng, p, e0, 0); x[K - 1] = pbit_value(&rng, p, e0 - d, 0); }
+                    snprintf(what, sizeof what, "p %d, K %lld, exponents over %d (limit %d), top 2^%d, %s", p,
+                             (long long)K, d, lim, e0, tight ? "tight" : "random");
+                    const bool ok = exact_row(x, K, p, p != 11, true, what);
+                    if (d <= lim) CHECKF(ok, "%s: within the limit, but the test fails", what);
+                    passed += ok;
+                    failed += !ok;
+                }
+            }
+        }
+    }
+    /* zeros: +0 from the test, and from the chains */
+    for (int64_t K = 1; K <= 130; K += 43) {
+        for (int64_t t = 0; t < K; t++) x[t] = t % 2 ? -0.0 : 0.0;
+        CHECK(exact_row(x, K, 24, true, true, "zeros of both signs"));
+        for (int64_t t = 0; t < K; t++) x[t] = -0.0;
+        CHECK(exact_row(x, K, 24, true, true, "negative zeros"));
+        x[K / 2] = 0x1.8p-3;
+        x[0] = -0x1.8p-3;
+        CHECK(exact_row(x, K, 24, true, true, "cancelling to zero"));
+        x[K - 1] = INFINITY;
+        CHECK(!exact_row(x, K, 24, true, true, "an infinity"));
+        x[K - 1] = NAN;
+        CHECK(!exact_row(x, K, 24, true, true, "a NaN"));
+    }
+    /* float32 subnormals among the smallest normals: the float32 form's field 0 reads
+     * one below the exponent it stands for; either form passing must be exact */
+    for (int trial = 0; trial < 40; trial++) {
+        const int64_t K = sf_test_rng_int(&rng, 2, 200);
+        for (int64_t t = 0; t < K; t++)
+            x[t] = ldexp((double)sf_test_rng_int(&rng, 1, (1 << 23) - 1), -149) * (sf_test_rng_int(&rng, 0, 1) ? 1 : -1);
+        x[0] = ldexp(1.0 + sf_test_rng_uniform(&rng), -126 + (int)sf_test_rng_int(&rng, 0, trial % 8));
+        x[0] = (float)x[0];
+        exact_row(x, K, 24, true, false, "float32 subnormals");
+    }
+    /* near float32's largest: sums leave float32's range, not double's */
+    for (int64_t t = 0; t < 100; t++) x[t] = pbit_value(&rng, 24, 127, 1);
+    CHECK(exact_row(x, 100, 24, true, true, "float32's largest values"));
+    CHECKF(failed > 100 && passed > 500, "the limits' rows: %d passed, %d failed the test", passed, failed);
+    printf("  exact short sums: %d rows passed the test with the compensated sums' bytes, %d did not pass\n",
+           passed, failed);
+}
+
+/* Programs: sum and mean over rows (the fused float32 path: float32, bfloat16; the
+ * generic one: float16, and mean) of 37, 130 and 600 elements (the last past one load
+ * block), contiguous and every other element, on 1 and 3 threads, rows that pass the
+ * exact test among rows that do not: the same bytes as with the test off. */
+static void exact_programs(void) {
+    static const scanfuse_dtype dts[] = {SCANFUSE_FLOAT32, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT16};
+    static const char *const calls[] = {"sum(x, dim=1)", "mean(x, dim=1)", "sum(x, dim=[0, 1], dtype=float32)"};
+    static const int64_t Ks[] = {37, 130, 600};
+    int cases = 0;
+    for (size_t d = 0; d < 3; d++) {
+        for (size_t c = 0; c < 3; c++) {
+            for (size_t ki = 0; ki < 3; ki++) {
+                const int64_t shape[2] = {9, Ks[ki]}, oshape[1] = {9};
+                char text[256];
+                snprintf(text, sizeof text, "input x: %s[9, %lld]\ny = %s\noutput y\n", scanfuse_dtype_name(dts[d]),
+                         (long long)Ks[ki], calls[c]);
+                for (int layout = L_CONTIG; layout <= L_SLICED; layout += L_SLICED - L_CONTIG) {
+                    tbuf in, o1, o2;
+                    const int ond = c == 2 ? 0 : 1;
+                    bool ok = tb_init(&in, dts[d], 2, shape, layout) &&
+                              tb_init(&o1, c == 2 ? SCANFUSE_FLOAT32 : dts[d], ond, oshape, L_CONTIG) &&
+                              tb_init(&o2, c == 2 ? SCANFUSE_FLOAT32 : dts[d], ond, oshape, L_CONTIG);
+                    CHECK(ok);
+                    if (!ok) return;
+                    sf_test_rng rng;
+                    sf_test_rng_seed(&rng, 0xE7A2ull + d * 7 + c);
+                    for (int64_t j = 0; j < in.numel; j++) {
+                        const int64_t row = j / Ks[ki];
+                        /* rows 0-3 narrow (pass), 4-6 wide (fail), 7 with a tiny value,
+                         * 8 with a NaN or an infinity */
+                        const int spread = row < 4 ? 4 : row < 7 ? 24 : 6;
+                        double v = ldexp(2 * sf_test_rng_uniform(&rng) - 1, -(int)sf_test_rng_int(&rng, 0, spread));
+                        if (row == 7 && j % Ks[ki] == 5) v = 0x1p-13;
+                        if (row == 8 && j % Ks[ki] == 11) v = c == 1 ? NAN : INFINITY;
+                        sf_store_f64(in.base, tb_offset(&in, j), dts[d], v);
+                    }
+                    for (int threads = 1; threads <= 3 && ok; threads += 2) {
+                        sf_cpu_sum_exact_off = true;
+                        ok = run_text(text, threads, &in, &o1) == SCANFUSE_OK;
+                        sf_cpu_sum_exact_off = false;
+                        ok = ok && run_text(text, threads, &in, &o2) == SCANFUSE_OK;
+                        CHECKF(ok && memcmp(o1.base, o2.base, (size_t)o1.numel * o1.esize) == 0,
+                               "%s, %s layout, %d threads: the exact test changes the bytes", text,
+                               sw_layout_name(layout), threads);
+                        cases++;
+                    }
+                    tb_free(&in);
+                    tb_free(&o1);
+                    tb_free(&o2);
+                }
+            }
+        }
+    }
+    printf("  exact short sums in programs: %d cases, the bytes of the compensated sums\n", cases);
+}
+
 /* Row max and min, argmax and argmin (cpu_reduce.c, maxmin_row and argext_row: groups of
  * 8 in vector lanes), and the same as columns of [K, 9] (extreme_cols: 8 outputs in
  * lanes, one more), against the scalar rules computed here, bit for bit, over K = 1000
@@ -1189,6 +1378,8 @@ int main(void) {
     determinism();
     lanes_primitive();
     lanes_layouts();
+    exact_primitive();
+    exact_programs();
     maxmin_rule();
     lse_cases();
     exp_cases();
