@@ -318,26 +318,81 @@ RED_CLONES static void extreme_cols(double *restrict h, int64_t *restrict idx, c
 }
 
 /* The vector pass of maxmin_row and argext_row over the whole groups of 8 of x[0..K)
- * (K >= 8): their extreme (of equal ones, the first lane's) into *M; false when one
- * holds a NaN. */
-RED_CLONES static bool extreme_groups(const double *restrict x, int64_t K, bool mx, double *M) {
-    red_v8d m;
+ * (K >= 8): their extreme (of equal ones, the first lane's) into *M, and when first is
+ * not NULL, the first position holding a value equal to it (each lane keeps the first
+ * position of its own extreme: only a strictly better value replaces; of the lanes whose
+ * extreme equals *M, the smallest position); false when one holds a NaN. */
+/* NaN shows as the largest magnitude's bits past an infinity's: *a = max(*a, |v|'s
+ * bits) lane by lane (a compare and a select: GCC splits a compare whose mask is kept,
+ * as nan |= v != v, into one scalar compare a lane) */
+static inline __attribute__((always_inline)) void red_mag_max(red_v8l *a, const red_v8d *v) {
+    const red_v8l b = (red_v8l)*v & INT64_MAX, gt = b > *a;
+    *a = (b & gt) | (*a & ~gt);
+}
+
+static inline __attribute__((always_inline)) bool extreme_groups_of(const double *restrict x, int64_t K, bool mx,
+                                                                     double *M, int64_t *first) {
+    /* two sets of lanes (positions t % 16) so that two compare-and-select chains overlap;
+     * the second stays a copy of the first when K < 16 */
+    red_v8d m, m2;
     memcpy(&m, x, sizeof m);
-    red_v8l nan = m != m;
-    for (int64_t t = SF_SUM_LANES; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
+    red_v8l mag = (red_v8l)m & INT64_MAX, at = {0, 1, 2, 3, 4, 5, 6, 7}, pos = at;
+    red_v8l at2 = at;
+    m2 = m;
+    int64_t t = SF_SUM_LANES;
+    if (K >= 2 * SF_SUM_LANES) {
+        memcpy(&m2, x + t, sizeof m2);
+        red_mag_max(&mag, &m2);
+        at2 = at + SF_SUM_LANES;
+        t += SF_SUM_LANES;
+        pos += SF_SUM_LANES;
+        for (; t + 2 * SF_SUM_LANES <= K; t += 2 * SF_SUM_LANES) {
+            red_v8d v, v2;
+            memcpy(&v, x + t, sizeof v);
+            memcpy(&v2, x + t + SF_SUM_LANES, sizeof v2);
+            red_mag_max(&mag, &v);
+            red_mag_max(&mag, &v2);
+            pos += 2 * SF_SUM_LANES;
+            const red_v8l take = mx ? v > m : v < m, take2 = mx ? v2 > m2 : v2 < m2;
+            m = (red_v8d)(((red_v8l)v & take) | ((red_v8l)m & ~take));
+            m2 = (red_v8d)(((red_v8l)v2 & take2) | ((red_v8l)m2 & ~take2));
+            at = ((pos - SF_SUM_LANES) & take) | (at & ~take);
+            at2 = (pos & take2) | (at2 & ~take2);
+        }
+    }
+    for (; t + SF_SUM_LANES <= K; t += SF_SUM_LANES) {
         red_v8d v;
         memcpy(&v, x + t, sizeof v);
-        nan |= v != v;
+        red_mag_max(&mag, &v);
+        pos += SF_SUM_LANES;
         const red_v8l take = mx ? v > m : v < m;
         m = (red_v8d)(((red_v8l)v & take) | ((red_v8l)m & ~take));
+        at = (pos & take) | (at & ~take);
     }
-    bool any_nan = false;
-    *M = m[0];
-    for (int l = 0; l < SF_SUM_LANES; l++) {
-        any_nan = any_nan || nan[l] != 0;
-        if (mx ? m[l] > *M : m[l] < *M) *M = m[l];
-    }
-    return !any_nan;
+    /* across the 16 lanes in scalars (GCC splits compares across a vector's own lanes
+     * into scalar ones anyway): the extreme (of equal values any: the callers read the
+     * value, or the zeros by the rule), then the smallest position holding it */
+    double e[2 * SF_SUM_LANES];
+    int64_t a[2 * SF_SUM_LANES], g[SF_SUM_LANES];
+    memcpy(e, &m, sizeof m);
+    memcpy(e + SF_SUM_LANES, &m2, sizeof m2);
+    memcpy(a, &at, sizeof at);
+    memcpy(a + SF_SUM_LANES, &at2, sizeof at2);
+    memcpy(g, &mag, sizeof mag);
+    double Mv = e[0];
+    int64_t big = 0;
+    for (int l = 0; l < SF_SUM_LANES; l++) big = g[l] > big ? g[l] : big;
+    for (int l = 1; l < 2 * SF_SUM_LANES; l++) Mv = (mx ? e[l] > Mv : e[l] < Mv) ? e[l] : Mv;
+    int64_t f = INT64_MAX;
+    for (int l = 0; l < 2 * SF_SUM_LANES; l++) f = e[l] == Mv && a[l] < f ? a[l] : f;
+    *M = Mv;
+    if (first) *first = f;
+    return big <= 0x7ff0000000000000;
+}
+
+/* mx a constant in each of the two bodies */
+RED_CLONES static bool extreme_groups(const double *restrict x, int64_t K, bool mx, double *M, int64_t *first) {
+    return mx ? extreme_groups_of(x, K, true, M, first) : extreme_groups_of(x, K, false, M, first);
 }
 
 /* Row-mode max (mx) or min of K values into *h by the scalar rule: a NaN replaces (so the
@@ -349,7 +404,7 @@ RED_CLONES static bool extreme_groups(const double *restrict x, int64_t K, bool 
 static void maxmin_row(double *h, const double *restrict x, int64_t K, bool mx) {
     int64_t t = 0;
     double M;
-    if (K >= 2 * SF_SUM_LANES && extreme_groups(x, K - K % SF_SUM_LANES, mx, &M) && M != 0.0) {
+    if (K >= 2 * SF_SUM_LANES && extreme_groups(x, K - K % SF_SUM_LANES, mx, &M, NULL) && M != 0.0) {
         if (mx ? M > *h : M < *h) *h = M;
         t = K - K % SF_SUM_LANES;
     }
@@ -364,15 +419,14 @@ static void maxmin_row(double *h, const double *restrict x, int64_t K, bool mx) 
  * (so the first NaN stays); otherwise only a strictly greater (smaller) value replaces
  * (so of equal values, zeros of either sign among them, the first stays).  Where the
  * block holds no NaN, that rule's answer is the block's extreme M at its first element
- * equal to M, if M beats *h (or nothing started yet): the vector pass finds M, a scan
- * its first position.  A block with a NaN goes by the scalar rule. */
+ * equal to M, if M beats *h (or nothing started yet): the vector pass finds M and
+ * its first position (each lane's first).  A block with a NaN goes by the scalar rule. */
 static void argext_row(double *h, int64_t *idx, const double *restrict x, int64_t K, int64_t r0, bool mx) {
     double M;
-    if (K >= 2 * SF_SUM_LANES && extreme_groups(x, K - K % SF_SUM_LANES, mx, &M)) {
+    int64_t f;
+    if (K >= 2 * SF_SUM_LANES && extreme_groups(x, K - K % SF_SUM_LANES, mx, &M, &f)) {
         int64_t t = K - K % SF_SUM_LANES;
         if (*idx < 0 || (!isnan(*h) && (mx ? M > *h : M < *h))) {
-            int64_t f = 0;
-            while (x[f] != M) f++;
             *h = x[f];
             *idx = r0 + f;
         }

@@ -888,7 +888,7 @@ static void exact_programs(void) {
 /* Row max and min, argmax and argmin (cpu_reduce.c, maxmin_row and argext_row: groups of
  * 8 in vector lanes), and the same as columns of [K, 9] (extreme_cols: 8 outputs in
  * lanes, one more), against the scalar rules computed here, bit for bit, over K = 1000
- * (two tiles), 100 and 9: NaNs of distinct payloads (max/min: the last one stays;
+ * (two tiles), 100, 40, 24 and 9: NaNs of distinct payloads (max/min: the last one stays;
  * argmax/argmin: the first), in the lanes or only in the tail, zeros of both signs (of
  * equal values the first stays), infinities, extremes repeated. */
 static double nan_with(uint64_t payload) {
@@ -934,6 +934,9 @@ static void maxmin_rule_case(int64_t K) {
         case 5: for (int64_t j = 0; j < K; j++) row[j] = -fabs(row[j]); row[K / 3] = -0.0; row[K / 2] = 0.0; break;
         case 6: row[K / 4] = row[(K * 3) / 4] = 0x1p30; row[(K * 3) / 5] = -0x1p30; break; /* extremes twice */
         case 7: for (int64_t j = 0; j < K; j++) row[j] = (j % 2) ? 0.0 : -0.0; row[K - 1] = nan_with(44); break;
+        case 8: /* four values: each extreme many times, first anywhere */
+            for (int64_t j = 0; j < K; j++) row[j] = ((double)sf_test_rng_int(&rng, 0, 3) - 1.5) / 1.5;
+            break;
         default: break;
         }
     }
@@ -1005,6 +1008,8 @@ done:
 static void maxmin_rule(void) {
     maxmin_rule_case(1000);
     maxmin_rule_case(100);
+    maxmin_rule_case(40);
+    maxmin_rule_case(24);
     maxmin_rule_case(9);
     printf("  row and column max, min, argmax and argmin: the scalar rules' bytes (NaN payloads, signed zeros)\n");
 }
