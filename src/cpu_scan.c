@@ -749,7 +749,6 @@ static void nt_fence(bool nt) {
 #ifdef SF_SCAN_X86
     if (nt) __builtin_ia32_sfence();
 #else
-    (void)nt;
 #endif
 }
 
@@ -1190,10 +1189,12 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
     cj.proto.ydt = dt;
     cj.proto.yi = out1 ? out1->data : NULL;
     cj.proto.is_min = node->op == SF_OP_cummin;
-    /* streaming stores: at one thread 19 vs 16 GB/s on [4096, 4096] along dim 0; at two
-     * they made the same scan 11 or 37 GB/s depending on how the output's address falls
-     * relative to the input's (without them: 22 GB/s every time; bench/NOTES.md) */
-    cj.proto.nt = nt && nth == 1;
+    /* no streaming stores: each step writes 8 rows a vector at a time, so lines fill in
+     * pieces from 8 places at once.  On the AMD build machine they won at one thread (19
+     * vs 16 GB/s on [4096, 4096] along dim 0) and lost at two (11 or 37 GB/s by how the
+     * output's address fell relative to the input's); on an Intel Xeon (Emerald Rapids,
+     * KVM) they cost 4x at one thread (33.5 vs 8.5 ms; bench/NOTES.md session 40). */
+    cj.proto.nt = false;
     int64_t outer = numel / (n * W);
     /* tiles as wide as allowed, but one per thread when the outer dims do not already
      * give every thread work (a multiple of 64 columns; wider beats better balance) */
