@@ -470,6 +470,9 @@ scanfuse_status sf_cpu_fused_run(const sf_cpu_fused *fp, const sf_view *io, void
                                  char *msg, size_t msglen);
 /* Test hook: elements per tile for plans made while it is > 0 (0: sized for L2). */
 extern int64_t sf_cpu_fused_tile_elems;
+/* A segment of one element-wise op with at least this many outputs runs tiled, on the
+ * pool (cpu_backend.c); a variable so that tests can compare it with the op-by-op run. */
+extern int64_t sf_cpu_tile_pointwise_min;
 
 /* ------------------------------------------------------------------------------ */
 /* Row kernels of the fused path (cpu_rows.c)                                       */

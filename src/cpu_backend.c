@@ -199,15 +199,22 @@ static bool value_bytes(const sf_value *v, int64_t *bytes) {
  * Not a reduction down the columns: its tiles are narrow column blocks, read a short
  * piece a row (a product over dim 0 of [2048, 2048] ran slower tiled); op by op it
  * spreads its blocks of 512 outputs over the pool instead (sf_cpu_reduce_mt: 2x on 2
- * cores, NOTES session 38 entry 5).
+ * cores, NOTES session 38 entry 5).  Or is one element-wise op (a cast included) of at
+ * least sf_cpu_tile_pointwise_min outputs: op by op it runs on one thread, tiled its tiles
+ * spread over the pool (NOTES session 40).
  * Otherwise its nodes run op by op on whole values. */
+int64_t sf_cpu_tile_pointwise_min = (int64_t)1 << 18;
 static bool segment_is_tiled(const scanfuse_fusion *f, const sf_segment *seg) {
     if (seg->kind == SF_SEG_OPAQUE || seg->kind == SF_SEG_SMALL) return false;
     int compute = 0;
-    bool rows = false;
+    bool rows = false, wide = false;
     for (int j = 0; j < seg->nnodes; j++) {
         const sf_node *n = &f->nodes[seg->nodes[j]];
         compute += !sf_node_is_setup(n->op);
+        if (sf_op_table[n->op].kind == SF_KIND_POINTWISE && !sf_node_is_setup(n->op)) {
+            const sf_value *o = &f->values[n->out[0]];
+            wide = sf_numel(o->ndim, o->shape) >= sf_cpu_tile_pointwise_min;
+        }
         if (sf_op_table[n->op].kind == SF_KIND_REDUCTION) {
             int nd = f->values[n->in[0]].ndim;
             bool red[SF_MAX_DIMS];
@@ -215,7 +222,7 @@ static bool segment_is_tiled(const scanfuse_fusion *f, const sf_segment *seg) {
             rows = nd > 0 && red[nd - 1];
         }
     }
-    return compute >= 2 || (compute == 1 && rows);
+    return compute >= 2 || (compute == 1 && (rows || wide));
 }
 
 static bool segment_outputs(const sf_segment *seg, int32_t v) {

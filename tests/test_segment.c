@@ -13,7 +13,8 @@
  *     issue 4 is one kernel that moves exactly the floor's bytes; the MoE examples meet
  *     the kernel and byte targets of issue 4.
  *  3. Fused runs give the same bytes as op-by-op runs (options.fuse = 0), for 1, 2 and
- *     3 threads: on every golden program, every example, and on random programs of
+ *     3 threads: on every golden program, every example, on single element-wise ops
+ *     large enough to run tiled (sf_cpu_tile_pointwise_min), on random programs of
  *     pointwise ops, casts, scans and reductions over several shapes and dtypes, and
  *     on random MoE-like programs (topk, histogram, counting sorts, gathers, rows
  *     written on demand, out-of-range indices: the same error status), each set once
@@ -201,7 +202,10 @@ static bool compare_fused_on(const scanfuse_fusion *f, tbuf *ins, const char *wh
     int nin = scanfuse_fusion_num_inputs(f), nout = scanfuse_fusion_num_outputs(f);
     char err0[SF_ERR_LEN] = "", err1[SF_ERR_LEN] = "";
     scanfuse_status st0, st1;
+    const int64_t wide = sf_cpu_tile_pointwise_min;
+    sf_cpu_tile_pointwise_min = INT64_MAX; /* every single element-wise op op by op */
     tbuf *ref = run_fusion(f, ins, 0, 1, &st0, err0, sizeof err0);
+    sf_cpu_tile_pointwise_min = wide;
     bool ok = ref != NULL;
     CHECKF(ref != NULL, "%s: unfused compile failed: %s", what, err0);
     static const int threads[] = {1, 2, 3};
@@ -855,6 +859,39 @@ static void test_random(uint64_t seed) {
     printf("random programs: %d built of %d\n", built, tried);
 }
 
+/* One element-wise op over at least sf_cpu_tile_pointwise_min outputs runs tiled on the
+ * pool (cpu_backend.c): the bytes and status of the op-by-op run, with broadcast
+ * operands, literals, narrowing casts, bool results, 3-D shapes and integer division by
+ * a zero somewhere (an error in some tile). */
+static void test_wide_pointwise(uint64_t seed) {
+    static const char *const texts[] = {
+        "input x: float32[600, 512]\ninput b: float32[512]\ny = add(x, b)\noutput y\n",
+        "input x: int32[600, 512]\ninput d: int32[600, 1]\ny = floor_divide(x, d)\noutput y\n",
+        "input x: int32[600, 512]\ninput d: int32[600, 1]\ny = add(x, d)\noutput y\n",
+        "input x: float32[600, 512]\ny = cast(x, bfloat16)\noutput y\n",
+        "input x: bfloat16[1024, 300]\ny = exp(x)\noutput y\n",
+        "input c: bool[600, 512]\ninput x: float32[600, 1]\ny = where(c, x, 2.5)\noutput y\n",
+        "input a: int64[300, 1024]\ninput b: int64[300, 1024]\ny = eq(a, b)\noutput y\n",
+        "input x: float16[4, 300, 256]\ny = mul(x, 0.5)\noutput y\n",
+        "input x: float32[262147]\ny = sigmoid(x)\noutput y\n",
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        scanfuse_fusion *f = scanfuse_parse(texts[i], "wide");
+        CHECKF(f && scanfuse_fusion_status(f) == SCANFUSE_OK, "does not build: %s", texts[i]);
+        if (!f || scanfuse_fusion_status(f) != SCANFUSE_OK) {
+            scanfuse_fusion_free(f);
+            continue;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "wide element-wise op %zu", i);
+        compare_fused(f, seed + i, what, texts[i]);
+        scanfuse_fusion_free(f);
+        ran++;
+    }
+    printf("wide element-wise ops, tiled on the pool: %d programs\n", ran);
+}
+
 /* ------------------------------------------------------------------------------ */
 /* 4. the row combine (cpu_rows.c) against op by op                                 */
 /* ------------------------------------------------------------------------------ */
@@ -1293,12 +1330,14 @@ int main(void) {
     test_golden();
     test_random(20251201);
     test_random_index(31337);
+    test_wide_pointwise(606);
     /* again with tiny tiles: many tiles per kernel, chunks shorter than rows, every
      * worker busy */
     sf_cpu_fused_tile_elems = 96;
     test_random(4242);
     test_random_index(7);
     test_golden();
+    test_wide_pointwise(707);
     test_combine(99);
     sf_cpu_fused_tile_elems = 0;
     test_combine(2024);
