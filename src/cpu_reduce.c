@@ -592,6 +592,68 @@ void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp) {
     }
 }
 
+/* Integer sums into int64 read straight from memory.  Wrapping addition is associative
+ * and commutative, so any order gives the bytes of the element-by-element chain; these
+ * loops skip the gather into a block (a bool or int32 column sum spent most of its time
+ * there).  int_direct: x's dtype converts to int64 exactly (bool as 0 or 1). */
+static bool int_direct(scanfuse_dtype dt) {
+    return dt == SCANFUSE_BOOL || dt == SCANFUSE_UINT8 || dt == SCANFUSE_INT8 || dt == SCANFUSE_INT16 ||
+           dt == SCANFUSE_INT32 || dt == SCANFUSE_INT64;
+}
+
+#define RED_INT_CASES(X)                                                                 \
+    X(SCANFUSE_BOOL, uint8_t, v != 0)                                                    \
+    X(SCANFUSE_UINT8, uint8_t, v)                                                        \
+    X(SCANFUSE_INT8, int8_t, v)                                                          \
+    X(SCANFUSE_INT16, int16_t, v)                                                        \
+    X(SCANFUSE_INT32, int32_t, v)                                                        \
+    X(SCANFUSE_INT64, int64_t, v)
+
+/* acc[j] += x[j], j < m (x: m contiguous elements of dtype dt). */
+RED_CLONES static void int_add_cols(int64_t *restrict acc, const void *restrict x, scanfuse_dtype dt, int64_t m) {
+    switch (dt) {
+#define X(D, T, E)                                                                       \
+    case D: {                                                                            \
+        const T *restrict p = x;                                                         \
+        for (int64_t j = 0; j < m; j++) {                                                \
+            const T v = p[j];                                                            \
+            acc[j] = (int64_t)((uint64_t)acc[j] + (uint64_t)(int64_t)(E));               \
+        }                                                                                \
+        return;                                                                          \
+    }
+        RED_INT_CASES(X)
+#undef X
+    default: SF_ASSERT(!"int_add_cols: not an integer dtype");
+    }
+}
+
+/* The wrapping sum of K elements of dtype dt at x, x + rs, ... (rs in elements). */
+RED_CLONES static int64_t int_sum_run(const void *restrict x, scanfuse_dtype dt, int64_t K, int64_t rs) {
+    uint64_t s = 0;
+    switch (dt) {
+#define X(D, T, E)                                                                       \
+    case D: {                                                                            \
+        const T *restrict p = x;                                                         \
+        if (rs == 1) {                                                                   \
+            for (int64_t t = 0; t < K; t++) {                                            \
+                const T v = p[t];                                                        \
+                s += (uint64_t)(int64_t)(E);                                             \
+            }                                                                            \
+        } else {                                                                         \
+            for (int64_t t = 0; t < K; t++) {                                            \
+                const T v = p[t * rs];                                                   \
+                s += (uint64_t)(int64_t)(E);                                             \
+            }                                                                            \
+        }                                                                                \
+        break;                                                                           \
+    }
+        RED_INT_CASES(X)
+#undef X
+    default: SF_ASSERT(!"int_sum_run: not an integer dtype");
+    }
+    return (int64_t)s;
+}
+
 /* Column mode (neighbouring outputs advance together, one reduced position per tile)
  * over the blocks of up to SF_CPU_BLOCK outputs b with b % nthreads == tid: each output's
  * reduced elements in the same order whatever the thread count, so the same bytes. */
@@ -625,10 +687,13 @@ static void red_cols(void *ctx, int tid, int nthreads) {
         int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
         red_init(w, k, m);
         sf_cpu_iter_init(&rit, sp->nr, sp->rshape, 1, rsp);
+        const bool direct = k == R_SUM_I && s_in == 1 && jb->cv == SCANFUSE_INT64 && int_direct(in->dtype);
         int64_t r = 0;
         while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
             int64_t rs = sf_cpu_iter_stride(&rit, 0);
-            for (int64_t t = 0; t < K; t++, r++) {
+            for (int64_t t = 0; direct && t < K; t++, r++)
+                int_add_cols(w->iv, (const char *)in->data + (koffs[0] + roffs[0] + t * rs) * esz, in->dtype, m);
+            for (int64_t t = 0; !direct && t < K; t++, r++) {
                 int64_t off = koffs[0] + roffs[0] + t * rs;
                 if (s_in == 1 && t + RED_COLS_AHEAD < K) {
                     const char *q = (const char *)in->data + (off + RED_COLS_AHEAD * rs) * esz;
@@ -659,6 +724,8 @@ static void red_rows(red_work *w, red_kind k, scanfuse_dtype cv, const sf_view *
     sf_cpu_iter kit;
     int64_t koffs[2], m;
     const bool fin = red_float_input(k);
+    const bool int_sum = k == R_SUM_I && cv == SCANFUSE_INT64 && int_direct(in->dtype);
+    const int64_t esz = (int64_t)scanfuse_dtype_size(in->dtype);
     int exact_p = k == R_SUM_F || k == R_MEAN ? sf_cpu_sum_exact_bits(cv) : 0;
     int64_t misses = 0, hits = 0;
     sf_cpu_iter_init(&kit, sp->nk, sp->kshape, 2, ksp);
@@ -666,6 +733,10 @@ static void red_rows(red_work *w, red_kind k, scanfuse_dtype cv, const sf_view *
         const int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
         for (int64_t j = 0; j < m; j++) {
             const int64_t off = koffs[0] + j * s_in + roff;
+            if (int_sum) {
+                w->yi[j] = int_sum_run((const char *)in->data + off * esz, in->dtype, K, rs);
+                continue;
+            }
             if (fin) sf_cpu_gather_f64(in->data, in->dtype, off, rs, K, cv, w->xf);
             else sf_cpu_gather_i64(in->data, in->dtype, off, rs, K, cv, w->xi);
             double S;
