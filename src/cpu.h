@@ -352,8 +352,8 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
  * (float32 -> float16, float64 -> float32, integers -> a float) scans the input
  * converted to dt; 0 for every other scan. */
 int64_t sf_cpu_scan_conv_bytes(const sf_node *node, scanfuse_dtype xdt, scanfuse_dtype dt, int64_t numel);
-/* The instruction set of the scan kernels: "avx512", "avx2" or "portable" (chosen from
- * the CPU's features).  sf_cpu_scan_force_isa selects one for tests (NULL: automatic
+/* The instruction set of the scan kernels: "avx512w" (Intel) or "avx512" (AMD) when the
+ * CPU has AVX-512, else "avx2" or "portable" (chosen from the CPU's features).  sf_cpu_scan_force_isa selects one for tests (NULL: automatic
  * again); false when the CPU lacks it.  Every ISA gives the same bytes. */
 const char *sf_cpu_scan_isa(void);
 bool sf_cpu_scan_force_isa(const char *name);

@@ -99,7 +99,9 @@ static const sf_scan_kernels *scan_detect(void) {
         cpu_has_f16c()) {
         atomic_store_explicit(&sf_scan_avx512_bf16, __builtin_cpu_supports("avx512bf16") != 0,
                               memory_order_relaxed);
-        return &sf_scan_avx512_kernels;
+        /* Intel: the row network on whole registers (one shuffle port there); AMD Zen 4
+         * splits 512-bit shuffles in two, so the halves (cpu_scan_avx512w.c) */
+        return __builtin_cpu_is("intel") ? &sf_scan_avx512w_kernels : &sf_scan_avx512_kernels;
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
         return &sf_scan_avx2_kernels;
@@ -131,7 +133,9 @@ bool sf_cpu_scan_force_isa(const char *name) {
 #ifdef SF_SCAN_X86
     const sf_scan_kernels *best = scan_detect();
     if (strcmp(name, "avx2") == 0 && best != &sf_scan_portable_kernels) want = &sf_scan_avx2_kernels;
-    if (strcmp(name, "avx512") == 0 && best == &sf_scan_avx512_kernels) want = &sf_scan_avx512_kernels;
+    const bool avx512 = best == &sf_scan_avx512_kernels || best == &sf_scan_avx512w_kernels;
+    if (strcmp(name, "avx512") == 0 && avx512) want = &sf_scan_avx512_kernels;
+    if (strcmp(name, "avx512w") == 0 && avx512) want = &sf_scan_avx512w_kernels;
 #endif
     if (!want) return false;
     atomic_store_explicit(&scan_forced, want, memory_order_release);

@@ -10,7 +10,11 @@
  *  - the row float sum keeps its 8 doubles in two 256-bit halves and uses AVX-512VL
  *    masked adds for the in-vector prefix (no blends) and 512-bit conversions; the same
  *    network on 512-bit registers needs cross-lane permutes that cost more than they
- *    save there;
+ *    save there.  On Intel cores, whose shuffles all issue on one port, the whole-register
+ *    network has fewer of them (4 against 6 for 8 elements; 0.35 against 0.47 ns an
+ *    element in L2 on an Emerald Rapids Xeon, NOTES session 40): cpu_scan_avx512w.c
+ *    compiles this file again with SF_SCAN_AVX512_WIDE, which swaps in that layer
+ *    ("avx512w", the same bytes: the same IEEE operations on the same lanes);
  *  - the column sums (lane-wise only), the integer sums (vq: one __m512i, shifts by
  *    valignq) and the cummax keys (vk: 16 int32 lanes) use full 512-bit registers.
  * Narrowing float stores follow the same exact scheme as cpu_scan_avx2.c: round-to-odd
@@ -31,7 +35,9 @@
 /* Set by cpu_scan.c when the CPU also has AVX512-BF16 (only the bfloat16 store uses it;
  * the file is compiled with that feature enabled, and its instruction runs only under
  * this flag). */
+#ifndef SF_SCAN_AVX512_WIDE
 atomic_bool sf_scan_avx512_bf16 = false;
+#endif
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,avx2,fma,f16c,bmi,bmi2,popcnt"))), apply_to = function)
@@ -42,8 +48,13 @@ atomic_bool sf_scan_avx512_bf16 = false;
 
 #include <immintrin.h>
 
+#ifdef SF_SCAN_AVX512_WIDE
+#define SF_ISA(name) sf_scan_avx512w_##name
+#define SF_ISA_NAME "avx512w"
+#else
 #define SF_ISA(name) sf_scan_avx512_##name
 #define SF_ISA_NAME "avx512"
+#endif
 #define SF_ALIGN64 _Alignas(64)
 /* Every vector-layer function is forced inline: passing vector structs through a call
  * would spill them to memory in the innermost loops. */
@@ -52,10 +63,15 @@ atomic_bool sf_scan_avx512_bf16 = false;
 #define VK_W 16
 #define VC_W 8
 
+#ifdef SF_SCAN_AVX512_WIDE
+typedef __m512d vd;
+typedef __m512d vb;
+#else
 typedef struct vd {
     __m256d lo, hi;
 } vd;
 typedef __m256d vb;
+#endif
 typedef __m512i vq;
 typedef __m512i qb;
 typedef __m512i vk;
@@ -150,6 +166,41 @@ SF_AI void d8_store(void *p, __m512d v, scanfuse_dtype dt, bool nt) {
     }
 }
 
+#ifdef SF_SCAN_AVX512_WIDE
+/* ---- broadcast doubles, and 8 doubles, on whole 512-bit registers ---- */
+SF_AI vb vb_set(double d) { return _mm512_set1_pd(d); }
+SF_AI vb vb_add(vb a, vb b) { return _mm512_add_pd(a, b); }
+SF_AI vb vb_sub(vb a, vb b) { return _mm512_sub_pd(a, b); }
+SF_AI vb vb_finite_or_zero(vb t, vb e) {
+    __mmask8 fin = _mm512_cmp_pd_mask(_mm512_abs_pd(t), _mm512_set1_pd(INFINITY), _CMP_LT_OQ);
+    return _mm512_maskz_mov_pd(fin, e);
+}
+SF_AI double vb_get(vb a) { return _mm512_cvtsd_f64(a); }
+
+SF_AI vd vd_add(vd a, vd b) { return _mm512_add_pd(a, b); }
+SF_AI vd vd_addb(vd a, vb b) { return _mm512_add_pd(a, b); }
+/* The network of the halves' vd_prefix with the same additions on the same lanes: the
+ * lanes it leaves alone are not touched (the halves add -0.0 to them: the same value). */
+SF_AI vd vd_prefix(vd x) {
+    x = _mm512_mask_add_pd(x, 0xAA, x, _mm512_permute_pd(x, 0x00));                   /* L1: 1,3,5,7 += 0,2,4,6 */
+    x = _mm512_mask_add_pd(x, 0xCC, x, _mm512_permutex_pd(x, 0x55));                  /* L2: 2,3 += 1; 6,7 += 5 */
+    return _mm512_mask_add_pd(x, 0xF0, x, _mm512_permutexvar_pd(_mm512_set1_epi64(3), x)); /* L3: 4-7 += 3 */
+}
+SF_AI vb vd_last(vd y) { return _mm512_permutexvar_pd(_mm512_set1_epi64(7), y); }
+/* ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)) in every lane, the halves' vd_total's additions. */
+SF_AI vb vd_total(vd x) {
+    __m512d p = _mm512_add_pd(x, _mm512_permute_pd(x, 0x55));      /* lane 2j: x2j + x2j+1 */
+    __m512d q = _mm512_add_pd(p, _mm512_permutex_pd(p, 0x4E));     /* lanes 0, 4: the 4-sums */
+    __m512d r = _mm512_add_pd(q, _mm512_shuffle_f64x2(q, q, 0x4E)); /* lane 0: y3 + y7' */
+    return _mm512_permutexvar_pd(_mm512_setzero_si512(), r);
+}
+SF_AI vd vd_rev(vd x) { return _mm512_permutexvar_pd(_mm512_setr_epi64(7, 6, 5, 4, 3, 2, 1, 0), x); }
+SF_AI vd vd_load_lanes(const double *l) { return _mm512_loadu_pd(l); }
+SF_AI void vd_store_lanes(double *l, vd v) { _mm512_storeu_pd(l, v); }
+SF_AI vd vd_load(const void *p, scanfuse_dtype dt) { return d8_load(p, dt); }
+SF_AI void vd_store(void *p, vd v, scanfuse_dtype dt, bool nt) { d8_store(p, v, dt, nt); }
+
+#else
 /* ---- broadcast doubles ---- */
 SF_AI vb vb_set(double d) { return _mm256_set1_pd(d); }
 SF_AI vb vb_add(vb a, vb b) { return _mm256_add_pd(a, b); }
@@ -210,6 +261,8 @@ SF_AI vd vd_load(const void *p, scanfuse_dtype dt) {
 SF_AI void vd_store(void *p, vd v, scanfuse_dtype dt, bool nt) {
     d8_store(p, _mm512_insertf64x4(_mm512_castpd256_pd512(v.lo), v.hi, 1), dt, nt);
 }
+
+#endif /* SF_SCAN_AVX512_WIDE */
 
 /* ---- column vectors: 8 doubles in one register ---- */
 SF_AI vc vc_set(double d) { return _mm512_set1_pd(d); }

@@ -187,6 +187,7 @@ extern const sf_scan_kernels sf_scan_portable_kernels;
 #define SF_SCAN_X86 1
 extern const sf_scan_kernels sf_scan_avx2_kernels;
 extern const sf_scan_kernels sf_scan_avx512_kernels;
+extern const sf_scan_kernels sf_scan_avx512w_kernels; /* the same, whole-register row network */
 extern atomic_bool sf_scan_avx512_bf16; /* the AVX-512 kernels may use AVX512-BF16 */
 #endif
 

@@ -374,7 +374,7 @@ static int64_t first_diff(const void *got, const void *want, int64_t n, scanfuse
     return -1;
 }
 
-static const char *isas[3];
+static const char *isas[4];
 static int nisas;
 
 /* Runs the case on every ISA and thread count and compares with the reference. */
@@ -709,13 +709,14 @@ static void conversions(void) {
     }
     static const scanfuse_dtype dts[] = {SCANFUSE_FLOAT16, SCANFUSE_BFLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT64};
     void *out = malloc((size_t)N * 8);
-    const sf_scan_kernels *ks[3] = {NULL, NULL, NULL};
+    const sf_scan_kernels *ks[4] = {NULL, NULL, NULL, NULL};
     for (int ii = 0; ii < nisas; ii++) {
         sf_cpu_scan_force_isa(isas[ii]);
         if (strcmp(isas[ii], "portable") == 0) ks[ii] = &sf_scan_portable_kernels;
 #ifdef SF_SCAN_X86
         if (strcmp(isas[ii], "avx2") == 0) ks[ii] = &sf_scan_avx2_kernels;
         if (strcmp(isas[ii], "avx512") == 0) ks[ii] = &sf_scan_avx512_kernels;
+        if (strcmp(isas[ii], "avx512w") == 0) ks[ii] = &sf_scan_avx512w_kernels;
 #endif
     }
     sf_cpu_scan_force_isa(NULL);
@@ -852,69 +853,90 @@ static void accuracy(void) {
  * float16 reduce sums a block in another order than the scan (its sums are exact), so
  * this drives it directly with blocks that stress exactness and order: the largest
  * values, subnormals, zeros of both signs (an all -0.0 block sums to -0.0), +-inf and
- * NaN, in both directions and with exclusive shifts, on every instruction set. */
+ * NaN, in both directions and with exclusive shifts, on every instruction set.  float32
+ * and float64 rows take the vector total (vd_total: the network's additions with their
+ * operands swapped) instead; they run the same comparison on random magnitudes, mostly
+ * -0.0, cancelling pairs and the extremes. */
 static void reduce_vs_scan(void) {
     const int64_t n = 9 * SF_SCAN_BLOCK + 13;
-    uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(n + 2));
-    uint16_t *y = malloc(sizeof(uint16_t) * (size_t)(n + 2));
+    unsigned char *x = malloc(8 * (size_t)(n + 2));
+    unsigned char *y = malloc(8 * (size_t)(n + 2));
     sf_test_rng r;
     sf_test_rng_seed(&r, 0xF16ull);
     static const uint16_t pool[] = {0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x0000, 0x8000, 0x3C00,
                                     0xBC00, 0x7C00, 0xFC00, 0x7E00, 0xFE55, 0x0400, 0x7BFE, 0x8400};
+    static const double wide_pool[] = {0x1.fffffep127, -0x1.fffffep127, 0x1p-149, -0x1p-149, 0x1p-126, 0.0, -0.0, 1.0,
+                                       -1.0, INFINITY, -INFINITY, NAN, 0x1.fffffffffffffp1023, -0x1p-1074, 3.0, -0x1p100};
+    static const scanfuse_dtype dts[] = {SCANFUSE_FLOAT16, SCANFUSE_FLOAT32, SCANFUSE_FLOAT64};
     int checked = 0;
-    for (int round = 0; round < 400; round++) {
-        /* kind 0: random normals; 1: extremes from the pool; 2: mostly -0.0; 3: finite
-         * values that cancel to an exact zero block; the special values only sometimes */
-        int kind = round % 4;
-        bool specials = round % 3 == 0;
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t u = sf_test_rng_next(&r);
-            uint16_t h;
-            if (kind == 0) h = (uint16_t)(u & 0xFFFF);
-            else if (kind == 1) h = pool[u % 16];
-            else if (kind == 2) h = (u % 97) ? 0x8000 : (uint16_t)((u >> 8) & 0xFFFF);
-            else h = (uint16_t)(0x5000 + (u >> 8) % 0x2BFF) ^ (uint16_t)((i & 1) << 15);
-            if (kind == 3 && (i & 1)) h = x[i - 1] ^ 0x8000; /* the negation of the one before */
-            bool special = (h & 0x7C00) == 0x7C00;
-            if (special && !specials) h &= 0xBFFF;
-            x[i] = h;
-        }
-        for (int ii = 0; ii < nisas; ii++) {
-            const sf_scan_kernels *K = &sf_scan_portable_kernels;
+    for (int di = 0; di < 3; di++) {
+        const scanfuse_dtype dt = dts[di];
+        for (int round = 0; round < (dt == SCANFUSE_FLOAT16 ? 400 : 100); round++) {
+            /* kind 0: random values; 1: extremes from the pool; 2: mostly -0.0; 3: finite
+             * values that cancel to an exact zero block; the special values only sometimes */
+            int kind = round % 4;
+            bool specials = round % 3 == 0;
+            for (int64_t i = 0; i < n; i++) {
+                uint64_t u = sf_test_rng_next(&r);
+                if (dt == SCANFUSE_FLOAT16) {
+                    uint16_t h, *xh = (uint16_t *)(void *)x;
+                    if (kind == 0) h = (uint16_t)(u & 0xFFFF);
+                    else if (kind == 1) h = pool[u % 16];
+                    else if (kind == 2) h = (u % 97) ? 0x8000 : (uint16_t)((u >> 8) & 0xFFFF);
+                    else h = (uint16_t)(0x5000 + (u >> 8) % 0x2BFF) ^ (uint16_t)((i & 1) << 15);
+                    if (kind == 3 && (i & 1)) h = xh[i - 1] ^ 0x8000; /* the negation of the one before */
+                    bool special = (h & 0x7C00) == 0x7C00;
+                    if (special && !specials) h &= 0xBFFF;
+                    xh[i] = h;
+                    continue;
+                }
+                double v;
+                if (kind == 0) v = ldexp(sf_test_rng_uniform(&r) * 2 - 1, (int)(u % 81) - 40);
+                else if (kind == 1) v = wide_pool[u % 16];
+                else if (kind == 2) v = (u % 97) ? -0.0 : ldexp(sf_test_rng_uniform(&r), (int)(u % 41) - 20);
+                else v = ldexp(1.0 + sf_test_rng_uniform(&r), (int)(u % 61) - 30);
+                if (kind == 3 && (i & 1)) v = -sf_load_f64(x, i - 1, dt);
+                if (!isfinite(v) && !specials) v = 0.5;
+                sf_store_f64(x, i, dt, v);
+            }
+            for (int ii = 0; ii < nisas; ii++) {
+                const sf_scan_kernels *K = &sf_scan_portable_kernels;
 #ifdef SF_SCAN_X86
-            if (strcmp(isas[ii], "avx2") == 0) K = &sf_scan_avx2_kernels;
-            if (strcmp(isas[ii], "avx512") == 0) K = &sf_scan_avx512_kernels;
+                if (strcmp(isas[ii], "avx2") == 0) K = &sf_scan_avx2_kernels;
+                if (strcmp(isas[ii], "avx512") == 0) K = &sf_scan_avx512_kernels;
+                if (strcmp(isas[ii], "avx512w") == 0) K = &sf_scan_avx512w_kernels;
 #endif
-            for (int fl = 0; fl < 4; fl++) {
-                bool rev = fl & 1;
-                int64_t ex = (fl >> 1) & 1, len = n - 1;
-                sf_seq s;
-                memset(&s, 0, sizeof s);
-                s.x = x;
-                s.xs = rev ? -1 : 1;
-                s.x0 = rev ? len - 1 + ex : -ex;
-                s.lo = ex;
-                s.y = y;
-                s.ys = rev ? -1 : 1;
-                s.y0 = rev ? len - 1 : 0;
-                s.len = len;
-                s.xdt = s.ydt = SCANFUSE_FLOAT16;
-                /* whole and split ranges: a reduce starts at a block boundary */
-                for (int64_t a = 0; a < len; a += 3 * SF_SCAN_BLOCK) {
-                    sf_dd ls = {-0.0, -0.0}, lr = {-0.0, -0.0};
-                    K->fsum_scan(&s, a, len, -0.0, &ls);
-                    K->fsum_reduce(&s, a, len, &lr);
-                    bool same = (isnan(ls.hi) && isnan(lr.hi)) ||
-                                (memcmp(&ls.hi, &lr.hi, 8) == 0 && memcmp(&ls.lo, &lr.lo, 8) == 0);
-                    CHECKF(same, "float16 reduce vs scan on %s: round %d kind %d%s%s from %lld: reduce (%a, %a), scan (%a, %a)",
-                           isas[ii], round, kind, rev ? " rev" : "", ex ? " excl" : "", (long long)a, lr.hi, lr.lo,
-                           ls.hi, ls.lo);
-                    checked++;
+                for (int fl = 0; fl < 4; fl++) {
+                    bool rev = fl & 1;
+                    int64_t ex = (fl >> 1) & 1, len = n - 1;
+                    sf_seq s;
+                    memset(&s, 0, sizeof s);
+                    s.x = x;
+                    s.xs = rev ? -1 : 1;
+                    s.x0 = rev ? len - 1 + ex : -ex;
+                    s.lo = ex;
+                    s.y = y;
+                    s.ys = rev ? -1 : 1;
+                    s.y0 = rev ? len - 1 : 0;
+                    s.len = len;
+                    s.xdt = s.ydt = dt;
+                    /* whole and split ranges: a reduce starts at a block boundary */
+                    for (int64_t a = 0; a < len; a += 3 * SF_SCAN_BLOCK) {
+                        sf_dd ls = {-0.0, -0.0}, lr = {-0.0, -0.0};
+                        K->fsum_scan(&s, a, len, -0.0, &ls);
+                        K->fsum_reduce(&s, a, len, &lr);
+                        bool same = (isnan(ls.hi) && isnan(lr.hi)) ||
+                                    (memcmp(&ls.hi, &lr.hi, 8) == 0 && memcmp(&ls.lo, &lr.lo, 8) == 0);
+                        CHECKF(same, "%s reduce vs scan on %s: round %d kind %d%s%s from %lld: reduce (%a, %a), scan (%a, %a)",
+                               scanfuse_dtype_name(dt), isas[ii], round, kind, rev ? " rev" : "", ex ? " excl" : "",
+                               (long long)a, lr.hi, lr.lo, ls.hi, ls.lo);
+                        checked++;
+                    }
                 }
             }
         }
     }
-    printf("  float16 partition summaries: %d reduce/scan pairs identical\n", checked);
+    printf("  partition summaries (float16, float32, float64): %d reduce/scan pairs identical\n", checked);
     free(x);
     free(y);
 }
@@ -993,6 +1015,7 @@ int main(void) {
     isas[nisas++] = "portable";
     if (sf_cpu_scan_force_isa("avx2")) isas[nisas++] = "avx2";
     if (sf_cpu_scan_force_isa("avx512")) isas[nisas++] = "avx512";
+    if (sf_cpu_scan_force_isa("avx512w")) isas[nisas++] = "avx512w";
     sf_cpu_scan_force_isa(NULL);
     printf("scan kernels: %s (checking", sf_cpu_scan_isa());
     for (int i = 0; i < nisas; i++) printf(" %s", isas[i]);
