@@ -205,6 +205,7 @@ void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, doubl
  *   p-bit values.  True, with the exact sum in *s, when the test passes; false (a NaN or
  *   an infinity among them, or too wide a range of exponents) with *s unspecified. */
 extern bool sf_cpu_sum_exact_off; /* test hook: the compensated sums only */
+#define SF_SUM_EXACT_MAX 4096 /* longer runs do not try (see cpu_fused_f32.c) */
 bool sf_cpu_sum_exact_f32(const float *x, int64_t K, int p, double *s);
 bool sf_cpu_sum_exact_f64(const double *x, int64_t K, int p, double *s);
 /* The p of sf_cpu_sum_exact_* for values of dtype dt, 0 when it does not apply

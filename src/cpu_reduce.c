@@ -595,7 +595,8 @@ void sf_cpu_red_split(const sf_view *in, const bool *red, sf_red_split *sp) {
 /* Integer sums into int64 read straight from memory.  Wrapping addition is associative
  * and commutative, so any order gives the bytes of the element-by-element chain; these
  * loops skip the gather into a block (a bool or int32 column sum spent most of its time
- * there).  int_direct: x's dtype converts to int64 exactly (bool as 0 or 1). */
+ * there).  int_direct: x's dtype converts to int64 exactly (bool as 0 or 1); the callers
+ * also ask for data aligned to its element size (the loops load through typed pointers). */
 static bool int_direct(scanfuse_dtype dt) {
     return dt == SCANFUSE_BOOL || dt == SCANFUSE_UINT8 || dt == SCANFUSE_INT8 || dt == SCANFUSE_INT16 ||
            dt == SCANFUSE_INT32 || dt == SCANFUSE_INT64;
@@ -687,7 +688,8 @@ static void red_cols(void *ctx, int tid, int nthreads) {
         int64_t s_in = sf_cpu_iter_stride(&kit, 0), s_out = sf_cpu_iter_stride(&kit, 1);
         red_init(w, k, m);
         sf_cpu_iter_init(&rit, sp->nr, sp->rshape, 1, rsp);
-        const bool direct = k == R_SUM_I && s_in == 1 && jb->cv == SCANFUSE_INT64 && int_direct(in->dtype);
+        const bool direct = k == R_SUM_I && s_in == 1 && jb->cv == SCANFUSE_INT64 && int_direct(in->dtype) &&
+                            (uintptr_t)in->data % (uintptr_t)esz == 0;
         int64_t r = 0;
         while ((K = sf_cpu_iter_next(&rit, INT64_MAX, roffs)) > 0) {
             int64_t rs = sf_cpu_iter_stride(&rit, 0);
@@ -724,8 +726,9 @@ static void red_rows(red_work *w, red_kind k, scanfuse_dtype cv, const sf_view *
     sf_cpu_iter kit;
     int64_t koffs[2], m;
     const bool fin = red_float_input(k);
-    const bool int_sum = k == R_SUM_I && cv == SCANFUSE_INT64 && int_direct(in->dtype);
     const int64_t esz = (int64_t)scanfuse_dtype_size(in->dtype);
+    const bool int_sum = k == R_SUM_I && cv == SCANFUSE_INT64 && int_direct(in->dtype) &&
+                         (uintptr_t)in->data % (uintptr_t)esz == 0;
     int exact_p = k == R_SUM_F || k == R_MEAN ? sf_cpu_sum_exact_bits(cv) : 0;
     int64_t misses = 0, hits = 0;
     sf_cpu_iter_init(&kit, sp->nk, sp->kshape, 2, ksp);
