@@ -192,6 +192,31 @@ void sf_cpu_sum2_lanes(double *hi, double *lo, const double *x, int64_t K, int64
 void sf_cpu_sum2_lanes_f32(double *hi, double *lo, const float *x, int64_t K, int64_t r0);
 void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, double *c);
 
+/* Runs of more than SF_SUM_CHUNK reduced elements of one output sum in chunks of
+ * SF_SUM_CHUNK consecutive positions: each chunk in lanes as above (positions from the
+ * chunk's start, which is a multiple of the lane count), folded to (s_k, c_k); then the
+ * chunks in order: (S, C) = (s_0, c_0), and for k >= 1 sf_cpu_sum2_add(&S, &C, s_k),
+ * C += c_k.  A run of at most SF_SUM_CHUNK is one chunk: the lanes' bytes.  The chunks
+ * are independent, so a long run's can be summed on several threads with the same bytes.
+ *   sf_sum2_acc: the lanes of the current chunk and the fold of the chunks before it;
+ *     _add / _add_f32 take the run's next n elements (positions a->r ...), _result
+ *     gives (S, C) of everything taken;
+ *   sf_cpu_sum2_long: (S, C) of the K elements at element offsets off, off + rs, ... of
+ *     base (dtype dt, converted to cv as sf_cpu_gather_f64 does), the chunks on up to
+ *     `threads` threads of the pool. */
+#define SF_SUM_CHUNK ((int64_t)1 << 16)
+typedef struct sf_sum2_acc {
+    double hi[SF_SUM_LANES], lo[SF_SUM_LANES]; /* the current chunk's lanes */
+    double S, C;                               /* the chunks before it, folded */
+    int64_t r;                                 /* positions taken */
+} sf_sum2_acc;
+void sf_sum2_acc_init(sf_sum2_acc *a);
+void sf_sum2_acc_add(sf_sum2_acc *a, const double *x, int64_t n);
+void sf_sum2_acc_add_f32(sf_sum2_acc *a, const float *x, int64_t n);
+void sf_sum2_acc_result(const sf_sum2_acc *a, double *s, double *c);
+void sf_cpu_sum2_long(const void *base, scanfuse_dtype dt, int64_t off, int64_t rs, int64_t K, scanfuse_dtype cv,
+                      int threads, double *s, double *c);
+
 /* Exact short sums.  Values of a p-bit float format (float32: p = 24, float16: 11,
  * bfloat16: 8) are multiples of 2^(e - p + 1), e the smallest nonzero one's exponent,
  * and below 2^(E + 1) in magnitude, E the largest one's.  When
@@ -415,7 +440,7 @@ bool sf_cpu_f32_has_nan(const float *x, int64_t n);
 void sf_cpu_f32_compute(int op, const float *restrict x, const float *restrict y,
                         float *restrict r, int64_t m, bool xbc, bool ybc);
 /* sum of float32/bfloat16 into float32: the generic reduction's bytes. */
-void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out);
+void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out, int threads);
 
 /* matmul.  scratch holds sf_cpu_matmul_scratch() bytes (8-aligned) for contiguous
  * float64/int64 copies of both operands and one accumulator row. */

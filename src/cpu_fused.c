@@ -159,6 +159,7 @@ struct sf_cpu_fused {
     size_t worker_bytes;
     size_t work_off; /* the scan/reduction/index work area in a worker's scratch */
     int width;       /* workers used */
+    int threads;     /* the threads the program may use (a lone tile's reductions take them) */
     bool has_lazy;
     flazy lazy;
     fchain *chains;
@@ -737,6 +738,7 @@ sf_cpu_fused *sf_cpu_fused_plan(const scanfuse_fusion *f, const sf_segment *seg,
     off += (work + FUSED_ALIGN - 1) / FUSED_ALIGN * FUSED_ALIGN;
     fp->worker_bytes = off > 0 ? off : FUSED_ALIGN;
     fp->width = threads < 1 ? 1 : threads;
+    fp->threads = fp->width;
     if (fp->ntiles < fp->width) fp->width = fp->ntiles > 0 ? (int)fp->ntiles : 1;
     fp->owner_off = fp->worker_bytes * (size_t)fp->width;
     *st = SCANFUSE_OK;
@@ -1260,8 +1262,10 @@ static void run_tile(void *ctx, int64_t t, int worker) {
         for (int r = 0; r < n->nout; r++) val_view(fr, &fp->vals[s->out[r]], ws, lo, hi, &out[r]);
         scanfuse_status st = SCANFUSE_OK;
         msg[0] = '\0';
+        /* a lone tile's long sums spread their chunks over the program's threads */
+        const int inner = fp->ntiles == 1 ? fp->threads : 1;
         if (s->fast == SF_FAST_SUM) {
-            sf_cpu_f32_sum(n, &in[0], &out[0]);
+            sf_cpu_f32_sum(n, &in[0], &out[0], inner);
         } else if (s->fast != SF_FAST_NONE) {
             st = fast_pointwise(s, in, lit, &out[0], msg, sizeof msg);
         } else switch (s->kind) {
@@ -1273,7 +1277,7 @@ static void run_tile(void *ctx, int64_t t, int worker) {
             break;
         case ST_CAST: sf_cpu_copy(&out[0], &in[0]); break;
         case ST_SCAN: sf_cpu_scan(n, &in[0], &out[0], n->nout > 1 ? &out[1] : NULL, work); break;
-        case ST_REDUCE: sf_cpu_reduce(n, &in[0], &out[0], work); break;
+        case ST_REDUCE: sf_cpu_reduce_mt(n, &in[0], &out[0], work, inner); break;
         }
         if (st != SCANFUSE_OK) {
             fail_tile(fr, t, st, msg);

@@ -228,12 +228,14 @@ static void sum2_add_block(double *restrict hi, double *restrict lo, const float
 /* The row mode of sf_cpu_f32_sum when each output's reduced elements are one run of K
  * at stride rs (offset roff from the output's): blocks of outputs from kit, each summed
  * as the general loop sums it, or by the exact test's plain sum (sf_cpu_sum_exact_f32:
- * the same bytes) while it keeps passing; one store a block.  False (nothing done) when
- * a run would not fit the load buffer. */
+ * the same bytes) while it keeps passing, or, past SF_SUM_CHUNK, in chunks on up to
+ * `threads` threads (sf_cpu_sum2_long); one store a block.  False (nothing done) when a
+ * run would not fit the load buffer. */
 static bool f32_rows_sum(const sf_view *in, const sf_view *out, sf_cpu_iter *kit, int64_t K, int64_t rs,
-                         int64_t roff, bool lanes) {
+                         int64_t roff, bool lanes, int threads) {
     const bool in_place = in->dtype == SCANFUSE_FLOAT32 && rs == 1 && (uintptr_t)in->data % sizeof(float) == 0;
-    if (!in_place && K > SF_CPU_BLOCK) return false;
+    const bool chunked = lanes && K > SF_SUM_CHUNK; /* sf_cpu_sum2_long: on the pool */
+    if (!in_place && !chunked && K > SF_CPU_BLOCK) return false;
     float x[SF_CPU_BLOCK], y[SF_CPU_BLOCK];
     double hi[SF_SUM_LANES], lo[SF_SUM_LANES];
     /* long runs almost never pass (the range allowed shrinks with log2 K: 17 binades at
@@ -244,10 +246,15 @@ static bool f32_rows_sum(const sf_view *in, const sf_view *out, sf_cpu_iter *kit
         const int64_t s_in = sf_cpu_iter_stride(kit, 0), s_out = sf_cpu_iter_stride(kit, 1);
         for (int64_t j = 0; j < m; j++) {
             const int64_t off = koffs[0] + j * s_in + roff;
+            double h = 0.0, l = 0.0;
+            if (chunked) {
+                sf_cpu_sum2_long(in->data, in->dtype, off, rs, K, SCANFUSE_FLOAT32, threads, &h, &l);
+                y[j] = (float)sf_cpu_sum2_result(h, l, SCANFUSE_FLOAT32);
+                continue;
+            }
             const float *xs = x;
             if (in_place) xs = (const float *)in->data + off;
             else sf_cpu_f32_load(in->data, in->dtype, off, rs, K, x);
-            double h = 0.0, l = 0.0;
             if (exact_p && sf_cpu_sum_exact_f32(xs, K, exact_p, &h)) {
                 hits++;
             } else if (lanes) {
@@ -271,7 +278,7 @@ static bool f32_rows_sum(const sf_view *in, const sf_view *out, sf_cpu_iter *kit
  * (compensated sums in double, each output's elements in row-major order of the reduced
  * dims, rounded once), reading floats straight from the tile.  One element per output
  * is 0 + x rounded (what the compensated sum of one element gives). */
-void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
+void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out, int threads) {
     int nd = in->ndim;
     bool red[SF_MAX_DIMS];
     sf_cpu_reduced_dims(n, nd, red);
@@ -320,13 +327,13 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
     const bool lanes = sp.rcount > SF_SUM_LANES_MIN;
     sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
     K = sf_cpu_iter_next(&rit, INT64_MAX, roffs);
-    if (K == sp.rcount && f32_rows_sum(in, out, &kit, K, sf_cpu_iter_stride(&rit, 0), roffs[0], lanes))
+    if (K == sp.rcount && f32_rows_sum(in, out, &kit, K, sf_cpu_iter_stride(&rit, 0), roffs[0], lanes, threads))
         return;
     while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
         double h = 0.0, l = 0.0;
-        for (int q = 0; q < SF_SUM_LANES; q++) hi[q] = lo[q] = 0.0;
+        sf_sum2_acc acc;
+        sf_sum2_acc_init(&acc);
         sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
-        int64_t r = 0;
         while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
             const int64_t rs = sf_cpu_iter_stride(&rit, 0);
             /* a contiguous, aligned float32 run is read in place */
@@ -338,13 +345,12 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out) {
             else
                 sf_cpu_f32_load(in->data, in->dtype, koffs[0] + roffs[0], rs, K, x);
             if (lanes) {
-                sf_cpu_sum2_lanes_f32(hi, lo, xs, K, r);
+                sf_sum2_acc_add_f32(&acc, xs, K);
             } else {
                 for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)xs[t]);
             }
-            r += K;
         }
-        if (lanes) sf_cpu_sum2_lanes_fold(hi, lo, &h, &l);
+        if (lanes) sf_sum2_acc_result(&acc, &h, &l);
         float r32 = (float)sf_cpu_sum2_result(h, l, SCANFUSE_FLOAT32);
         memcpy((char *)out->data + koffs[1] * 4, &r32, 4);
     }

@@ -25,6 +25,8 @@
 #include "cpu_threads.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum red_kind {
@@ -458,6 +460,119 @@ void sf_cpu_sum2_lanes_fold(const double *hi, const double *lo, double *s, doubl
     *c = fc;
 }
 
+/* ---- long sums in chunks (cpu.h, SF_SUM_CHUNK) ---- */
+
+void sf_sum2_acc_init(sf_sum2_acc *a) {
+    for (int l = 0; l < SF_SUM_LANES; l++) a->hi[l] = a->lo[l] = 0.0;
+    a->S = a->C = 0.0;
+    a->r = 0;
+}
+
+/* (S, C) after one more chunk (s, c); `first`: it is the first. */
+static void chunk_fold(double *S, double *C, double s, double c, bool first) {
+    if (first) {
+        *S = s;
+        *C = c;
+        return;
+    }
+    sf_cpu_sum2_add(S, C, s);
+    *C += c;
+}
+
+/* Ends the chunk whose lanes a holds (a->r at its end). */
+static void acc_close_chunk(sf_sum2_acc *a) {
+    double s, c;
+    sf_cpu_sum2_lanes_fold(a->hi, a->lo, &s, &c);
+    chunk_fold(&a->S, &a->C, s, c, a->r <= SF_SUM_CHUNK);
+    for (int l = 0; l < SF_SUM_LANES; l++) a->hi[l] = a->lo[l] = 0.0;
+}
+
+static void acc_add(sf_sum2_acc *a, const double *xd, const float *xf, int64_t n) {
+    while (n > 0) {
+        const int64_t in_chunk = a->r % SF_SUM_CHUNK, m = n < SF_SUM_CHUNK - in_chunk ? n : SF_SUM_CHUNK - in_chunk;
+        if (xd) sf_cpu_sum2_lanes(a->hi, a->lo, xd, m, in_chunk);
+        else sf_cpu_sum2_lanes_f32(a->hi, a->lo, xf, m, in_chunk);
+        a->r += m;
+        if (a->r % SF_SUM_CHUNK == 0) acc_close_chunk(a);
+        if (xd) xd += m;
+        else xf += m;
+        n -= m;
+    }
+}
+
+void sf_sum2_acc_add(sf_sum2_acc *a, const double *x, int64_t n) { acc_add(a, x, NULL, n); }
+void sf_sum2_acc_add_f32(sf_sum2_acc *a, const float *x, int64_t n) { acc_add(a, NULL, x, n); }
+
+void sf_sum2_acc_result(const sf_sum2_acc *a, double *s, double *c) {
+    if (a->r > 0 && a->r % SF_SUM_CHUNK == 0) { /* the last chunk is folded in already */
+        *s = a->S;
+        *c = a->C;
+        return;
+    }
+    double cs, cc, S = a->S, C = a->C;
+    sf_cpu_sum2_lanes_fold(a->hi, a->lo, &cs, &cc);
+    chunk_fold(&S, &C, cs, cc, a->r < SF_SUM_CHUNK);
+    *s = S;
+    *c = C;
+}
+
+typedef struct long_sum_job {
+    const char *base;
+    scanfuse_dtype dt, cv;
+    int64_t off, rs, K, nchunks;
+    double *part; /* (s_k, c_k) at 2k, 2k + 1 */
+    atomic_llong next;
+} long_sum_job;
+
+/* Chunk k's (s_k, c_k): its lanes from zero, folded. */
+static void long_chunk(const long_sum_job *j, int64_t k, double *s, double *c) {
+    const int64_t a = k * SF_SUM_CHUNK, n = j->K - a < SF_SUM_CHUNK ? j->K - a : SF_SUM_CHUNK;
+    double hi[SF_SUM_LANES] = {0}, lo[SF_SUM_LANES] = {0};
+    if (j->dt == SCANFUSE_FLOAT32 && j->rs == 1 && (uintptr_t)j->base % sizeof(float) == 0) {
+        /* float32 into float32 or wider: the values as they are, widened in registers */
+        sf_cpu_sum2_lanes_f32(hi, lo, (const float *)(const void *)j->base + j->off + a, n, 0);
+    } else {
+        double x[SF_CPU_BLOCK];
+        for (int64_t b = 0; b < n; b += SF_CPU_BLOCK) {
+            const int64_t m = n - b < SF_CPU_BLOCK ? n - b : SF_CPU_BLOCK;
+            sf_cpu_gather_f64(j->base, j->dt, j->off + (a + b) * j->rs, j->rs, m, j->cv, x);
+            sf_cpu_sum2_lanes(hi, lo, x, m, b);
+        }
+    }
+    sf_cpu_sum2_lanes_fold(hi, lo, s, c);
+}
+
+static void long_sum_task(void *ctx, int tid, int nthreads) {
+    long_sum_job *j = ctx;
+    (void)tid;
+    (void)nthreads;
+    for (;;) {
+        const int64_t k = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (k >= j->nchunks) break;
+        long_chunk(j, k, &j->part[2 * k], &j->part[2 * k + 1]);
+    }
+}
+
+void sf_cpu_sum2_long(const void *base, scanfuse_dtype dt, int64_t off, int64_t rs, int64_t K, scanfuse_dtype cv,
+                      int threads, double *s, double *c) {
+    long_sum_job j = {(const char *)base, dt, cv, off, rs, K, K > 0 ? (K + SF_SUM_CHUNK - 1) / SF_SUM_CHUNK : 1, NULL, 0};
+    atomic_init(&j.next, 0);
+    /* the chunks' partials first (on the pool when there are several threads and chunks
+     * and the memory for them), then their fold in order: the same bytes either way */
+    if (threads > 1 && j.nchunks > 1) j.part = malloc((size_t)j.nchunks * 2 * sizeof(double));
+    if (j.part) {
+        sf_pool_run(threads < j.nchunks ? threads : (int)j.nchunks, long_sum_task, &j);
+        for (int64_t k = 0; k < j.nchunks; k++) chunk_fold(s, c, j.part[2 * k], j.part[2 * k + 1], k == 0);
+        free(j.part);
+        return;
+    }
+    for (int64_t k = 0; k < j.nchunks; k++) {
+        double cs, cc;
+        long_chunk(&j, k, &cs, &cc);
+        chunk_fold(s, c, cs, cc, k == 0);
+    }
+}
+
 /* Folds a tile of K reduced positions x m outputs (element q = t*m + j; position t
  * has row-major index r0 + t) into the accumulators.  max/min: once NaN, nothing is
  * > NaN, so the NaN stays.  argmax/argmin: the first NaN wins, otherwise only a
@@ -833,21 +948,32 @@ void sf_cpu_reduce_mt(const sf_node *node, const sf_view *in, const sf_view *out
             red_rows(w, k, cv, in, out, &sp, K, sf_cpu_iter_stride(&rit, 0), roffs[0], count);
             return;
         }
+        /* one run past SF_SUM_CHUNK: its chunks on the threads (sf_cpu_sum2_long) */
+        const bool long_run = w->lanes && K == sp.rcount && K > SF_SUM_CHUNK;
+        const int64_t rs1 = sf_cpu_iter_stride(&rit, 0), roff1 = roffs[0];
         sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);
         while (sf_cpu_iter_next(&kit, 1, koffs) > 0) {
-            red_init(w, k, w->lanes ? SF_SUM_LANES : 1);
+            red_init(w, k, 1);
+            if (long_run) {
+                sf_cpu_sum2_long(in->data, in->dtype, koffs[0] + roff1, rs1, K, cv, threads, &w->hi[0], &w->lo[0]);
+                red_finish(w, k, out->dtype, count, out, koffs[1], 1, 1);
+                continue;
+            }
+            sf_sum2_acc acc; /* the lanes, in chunks (cpu.h) */
+            sf_sum2_acc_init(&acc);
             sf_cpu_iter_init(&rit, sp.nr, sp.rshape, 1, rsp);
-            int64_t r = 0;
-            while ((K = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
+            int64_t r = 0, n;
+            while ((n = sf_cpu_iter_next(&rit, SF_CPU_BLOCK, roffs)) > 0) {
                 int64_t rs = sf_cpu_iter_stride(&rit, 0), off = koffs[0] + roffs[0];
                 if (red_float_input(k))
-                    sf_cpu_gather_f64(in->data, in->dtype, off, rs, K, cv, w->xf);
+                    sf_cpu_gather_f64(in->data, in->dtype, off, rs, n, cv, w->xf);
                 else
-                    sf_cpu_gather_i64(in->data, in->dtype, off, rs, K, cv, w->xi);
-                red_tile(w, k, K, 1, r);
-                r += K;
+                    sf_cpu_gather_i64(in->data, in->dtype, off, rs, n, cv, w->xi);
+                if (w->lanes) sf_sum2_acc_add(&acc, w->xf, n);
+                else red_tile(w, k, n, 1, r);
+                r += n;
             }
-            if (w->lanes) sf_cpu_sum2_lanes_fold(w->hi, w->lo, &w->hi[0], &w->lo[0]);
+            if (w->lanes) sf_sum2_acc_result(&acc, &w->hi[0], &w->lo[0]);
             red_finish(w, k, out->dtype, count, out, koffs[1], 1, 1);
         }
     }

@@ -1376,6 +1376,131 @@ static void self_test(void) {
     CHECK(fabs(xacc_value(&a) - 100.0) < 1e-12 && xacc_value(&a) != naive);
 }
 
+/* Long sums in chunks (cpu.h, SF_SUM_CHUNK): the definition written out here with scalar
+ * compensated additions (8 chains a chunk by position, folded, chunks folded in order)
+ * against programs on 1, 2 and 3 threads: float32 sums into float32 (the fused float32
+ * path, its chunks on the pool), into float64 and means (the generic path), bfloat16 and
+ * strided float32 (loaded), and a sum over two dims whose runs of 70001 cross the chunk
+ * boundaries (the chunked lanes of sf_sum2_acc).  Values of wide magnitudes, cancelling in
+ * part, so that the compensation terms carry bits that a different fold would change. */
+static void long_def(const double *x, int64_t K, double *S, double *C) {
+    *S = *C = 0.0;
+    for (int64_t a = 0; a < K || (K == 0 && a == 0); a += SF_SUM_CHUNK) {
+        double hi[8] = {0}, lo[8] = {0}, s = 0.0, c = 0.0;
+        for (int64_t p = a; p < K && p < a + SF_SUM_CHUNK; p++) sf_cpu_sum2_add(&hi[(p - a) % 8], &lo[(p - a) % 8], x[p]);
+        for (int l = 0; l < 8; l++) {
+            sf_cpu_sum2_add(&s, &c, hi[l]);
+            c += lo[l];
+        }
+        if (a == 0) {
+            *S = s;
+            *C = c;
+        } else {
+            sf_cpu_sum2_add(S, C, s);
+            *C += c;
+        }
+        if (K == 0) break;
+    }
+}
+
+static void long_sums(void) {
+    static const int64_t Ks[] = {SF_SUM_CHUNK + 1, 3 * SF_SUM_CHUNK + 77, 1048581};
+    static const char *const calls[] = {"sum(x)", "sum(x, dtype=float64)", "mean(x)"};
+    sf_test_rng rng;
+    sf_test_rng_seed(&rng, 0x10C5ull);
+    int cases = 0;
+    for (int ki = 0; ki < 3; ki++) {
+        const int64_t K = Ks[ki];
+        double *v = malloc((size_t)K * sizeof *v);
+        if (!v) {
+            CHECKF(0, "out of memory");
+            return;
+        }
+        for (int di = 0; di < 2; di++) {
+            const scanfuse_dtype dt = di ? SCANFUSE_BFLOAT16 : SCANFUSE_FLOAT32;
+            for (int64_t i = 0; i < K; i++) {
+                double u = ldexp(2 * sf_test_rng_uniform(&rng) - 1, (int)sf_test_rng_int(&rng, -12, 12));
+                if (i % 1000 == 7) u = ldexp(1.0, 30); /* big ones, taken back 500 later */
+                if (i % 1000 == 507) u = -ldexp(1.0, 30);
+                v[i] = sf_round_to(u, dt);
+            }
+            double S, C;
+            long_def(v, K, &S, &C);
+            for (int ci = 0; ci < 3; ci++) {
+                const scanfuse_dtype rd = ci == 1 ? SCANFUSE_FLOAT64 : dt == SCANFUSE_BFLOAT16 && ci == 2 ? dt : ci == 0 ? SCANFUSE_FLOAT32 : dt;
+                char text[160];
+                if (ci == 0)
+                    snprintf(text, sizeof text, "input x: %s[%lld]\ny = sum(x, dtype=float32)\noutput y\n",
+                             scanfuse_dtype_name(dt), (long long)K);
+                else
+                    snprintf(text, sizeof text, "input x: %s[%lld]\ny = %s\noutput y\n", scanfuse_dtype_name(dt),
+                             (long long)K, calls[ci]);
+                double want;
+                if (ci == 2) {
+                    /* sum2_div of cpu_reduce.c: (S + C) / K rounded once */
+                    double hi = S + C, lo = C - (hi - S), q1 = hi / (double)K;
+                    double rem = fma(-q1, (double)K, hi) + lo, q2 = rem / (double)K, h = q1 + q2;
+                    want = sf_round_to(rd == SCANFUSE_FLOAT64 ? h : sf_cpu_dd_to_odd(h, q2 - (h - q1)), rd);
+                } else {
+                    want = sf_round_to(sf_cpu_sum2_result(S, C, rd), rd);
+                }
+                for (int layout = 0; layout < 2; layout++) {
+                    const int64_t shape[1] = {K};
+                    tbuf in, out;
+                    memset(&out, 0, sizeof out);
+                    if (!tb_init(&in, dt, 1, shape, layout ? L_SLICED : L_CONTIG)) {
+                        CHECKF(0, "out of memory");
+                        continue;
+                    }
+                    for (int64_t i = 0; i < K; i++) sf_store_f64(in.base, tb_offset(&in, i), dt, v[i]);
+                    if (tb_init(&out, rd, 0, NULL, L_CONTIG)) {
+                        for (int th = 1; th <= 3; th++) {
+                            bool ran = run_text(text, th, &in, &out) == SCANFUSE_OK;
+                            double got = ran ? tb_get_f(&out, 0) : NAN;
+                            CHECKF(ran && memcmp(&got, &want, sizeof got) == 0,
+                                   "%s (%s, %d threads): %a, the chunked definition %a", text,
+                                   layout ? "strided" : "contiguous", th, got, want);
+                            cases++;
+                        }
+                        tb_free(&out);
+                    }
+                    tb_free(&in);
+                }
+            }
+        }
+        free(v);
+    }
+    /* runs of 70001 in [3, 70001]: the reduced positions cross chunk boundaries inside runs */
+    {
+        const int64_t R = 3, L = 70001, shape[2] = {R, L};
+        tbuf in, out;
+        if (tb_init(&in, SCANFUSE_FLOAT64, 2, shape, L_CONTIG) && tb_init(&out, SCANFUSE_FLOAT64, 0, NULL, L_CONTIG)) {
+            double *v = malloc((size_t)(R * L) * sizeof *v);
+            if (v) {
+                for (int64_t i = 0; i < R * L; i++) {
+                    v[i] = ldexp(2 * sf_test_rng_uniform(&rng) - 1, (int)sf_test_rng_int(&rng, -40, 40));
+                    sf_store_f64(in.base, tb_offset(&in, i), SCANFUSE_FLOAT64, v[i]);
+                }
+                double S, C;
+                long_def(v, R * L, &S, &C);
+                const double want = sf_cpu_sum2_result(S, C, SCANFUSE_FLOAT64);
+                for (int th = 1; th <= 3; th++) {
+                    bool ran = run_text("input x: float64[3, 70001]\ny = sum(x, dim=[0, 1])\noutput y\n", th, &in, &out) ==
+                               SCANFUSE_OK;
+                    double got = ran ? tb_get_f(&out, 0) : NAN;
+                    CHECKF(ran && memcmp(&got, &want, sizeof got) == 0,
+                           "sum over [3, 70001] (%d threads): %a, the chunked definition %a", th, got, want);
+                    cases++;
+                }
+                free(v);
+            }
+            tb_free(&out);
+        }
+        tb_free(&in);
+    }
+    printf("  long sums in chunks of %lld: %d runs with the definition's bytes\n", (long long)SF_SUM_CHUNK, cases);
+}
+
 /* sf_cpu_pointwise reads 64-bit operands in place and computes a 64-bit result straight
  * into its output, except where the output overlaps an operand read in place: then the
  * result goes through its block as before.  An output that is exactly an operand (a
@@ -1441,6 +1566,7 @@ int main(void) {
     lanes_layouts();
     exact_primitive();
     exact_programs();
+    long_sums();
     maxmin_rule();
     lse_cases();
     exp_cases();
