@@ -319,11 +319,6 @@ RED_CLONES static void extreme_cols(double *restrict h, int64_t *restrict idx, c
     }
 }
 
-/* The vector pass of maxmin_row and argext_row over the whole groups of 8 of x[0..K)
- * (K >= 8): their extreme (of equal ones, the first lane's) into *M, and when first is
- * not NULL, the first position holding a value equal to it (each lane keeps the first
- * position of its own extreme: only a strictly better value replaces; of the lanes whose
- * extreme equals *M, the smallest position); false when one holds a NaN. */
 /* NaN shows as the largest magnitude's bits past an infinity's: *a = max(*a, |v|'s
  * bits) lane by lane (a compare and a select: GCC splits a compare whose mask is kept,
  * as nan |= v != v, into one scalar compare a lane) */
@@ -331,6 +326,12 @@ static inline __attribute__((always_inline)) void red_mag_max(red_v8l *a, const 
     const red_v8l b = (red_v8l)*v & INT64_MAX, gt = b > *a;
     *a = (b & gt) | (*a & ~gt);
 }
+
+/* The vector pass of maxmin_row and argext_row over the whole groups of 8 of x[0..K)
+ * (K >= 8): their extreme (of equal ones, any: see below) into *M, and when first is not
+ * NULL, the first position holding a value equal to it (each lane keeps the first
+ * position of its own extreme: only a strictly better value replaces; of the lanes whose
+ * extreme equals *M, the smallest position); false when one holds a NaN. */
 
 static inline __attribute__((always_inline)) bool extreme_groups_of(const double *restrict x, int64_t K, bool mx,
                                                                      double *M, int64_t *first) {
@@ -528,7 +529,8 @@ typedef struct long_sum_job {
 static void long_chunk(const long_sum_job *j, int64_t k, double *s, double *c) {
     const int64_t a = k * SF_SUM_CHUNK, n = j->K - a < SF_SUM_CHUNK ? j->K - a : SF_SUM_CHUNK;
     double hi[SF_SUM_LANES] = {0}, lo[SF_SUM_LANES] = {0};
-    if (j->dt == SCANFUSE_FLOAT32 && j->rs == 1 && (uintptr_t)j->base % sizeof(float) == 0) {
+    if (j->dt == SCANFUSE_FLOAT32 && (j->cv == SCANFUSE_FLOAT32 || j->cv == SCANFUSE_FLOAT64) && j->rs == 1 &&
+        (uintptr_t)j->base % sizeof(float) == 0) {
         /* float32 into float32 or wider: the values as they are, widened in registers */
         sf_cpu_sum2_lanes_f32(hi, lo, (const float *)(const void *)j->base + j->off + a, n, 0);
     } else {

@@ -1470,6 +1470,34 @@ static void long_sums(void) {
         }
         free(v);
     }
+    /* float32 summed into float16: each value rounded to float16 first (the conversion
+     * of the result dtype), then the chunks */
+    {
+        const int64_t K = 2 * SF_SUM_CHUNK + 5, shape[1] = {K};
+        tbuf in, out;
+        double *v = malloc((size_t)K * sizeof *v);
+        if (v && tb_init(&in, SCANFUSE_FLOAT32, 1, shape, L_CONTIG) && tb_init(&out, SCANFUSE_FLOAT16, 0, NULL, L_CONTIG)) {
+            for (int64_t i = 0; i < K; i++) {
+                const double u = (float)ldexp(2 * sf_test_rng_uniform(&rng) - 1, (int)sf_test_rng_int(&rng, -20, 3));
+                sf_store_f64(in.base, tb_offset(&in, i), SCANFUSE_FLOAT32, u);
+                v[i] = sf_round_to(u, SCANFUSE_FLOAT16);
+            }
+            double S, C;
+            long_def(v, K, &S, &C);
+            const double want = sf_round_to(sf_cpu_sum2_result(S, C, SCANFUSE_FLOAT16), SCANFUSE_FLOAT16);
+            for (int th = 1; th <= 3; th += 2) {
+                bool ran = run_text("input x: float32[131077]\ny = sum(x, dtype=float16)\noutput y\n", th, &in, &out) ==
+                           SCANFUSE_OK;
+                double got = ran ? tb_get_f(&out, 0) : NAN;
+                CHECKF(ran && memcmp(&got, &want, sizeof got) == 0,
+                       "float32 summed into float16 (%d threads): %a, the chunked definition %a", th, got, want);
+                cases++;
+            }
+            tb_free(&out);
+            tb_free(&in);
+        }
+        free(v);
+    }
     /* runs of 70001 in [3, 70001]: the reduced positions cross chunk boundaries inside runs */
     {
         const int64_t R = 3, L = 70001, shape[2] = {R, L};
