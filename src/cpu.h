@@ -236,7 +236,8 @@ bool sf_cpu_sum_exact_f64(const double *x, int64_t K, int p, double *s);
 /* The p of sf_cpu_sum_exact_* for values of dtype dt, 0 when it does not apply
  * (float64, integers). */
 static inline int sf_cpu_sum_exact_bits(scanfuse_dtype dt) {
-    return sf_cpu_sum_exact_off ? 0 : dt == SCANFUSE_FLOAT32 ? 24 : dt == SCANFUSE_FLOAT16 ? 11 : dt == SCANFUSE_BFLOAT16 ? 8 : 0;
+    if (sf_cpu_sum_exact_off) return 0;
+    return dt == SCANFUSE_FLOAT32 ? 24 : dt == SCANFUSE_FLOAT16 ? 11 : dt == SCANFUSE_BFLOAT16 ? 8 : 0;
 }
 
 /* Normalizes (s, c) into hi + lo with hi = fl(s + c) (TwoSum); false when the sum is
@@ -379,8 +380,9 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
  * converted to dt; 0 for every other scan. */
 int64_t sf_cpu_scan_conv_bytes(const sf_node *node, scanfuse_dtype xdt, scanfuse_dtype dt, int64_t numel);
 /* The instruction set of the scan kernels: "avx512w" (Intel) or "avx512" (AMD) when the
- * CPU has AVX-512, else "avx2" or "portable" (chosen from the CPU's features).  sf_cpu_scan_force_isa selects one for tests (NULL: automatic
- * again); false when the CPU lacks it.  Every ISA gives the same bytes. */
+ * CPU has AVX-512, else "avx2" or "portable" (chosen from the CPU's features).
+ * sf_cpu_scan_force_isa selects one for tests (NULL: automatic again); false when the
+ * CPU lacks it.  Every ISA gives the same bytes. */
 const char *sf_cpu_scan_isa(void);
 bool sf_cpu_scan_force_isa(const char *name);
 /* Scans moving fewer bytes than this run on one thread, and outputs of at least

@@ -965,8 +965,8 @@ scanfuse_status sf_cpu_pointwise(const sf_node *node, scanfuse_dtype cdt, const 
             }
         }
         const int64_t so = sf_cpu_iter_stride(&it, 0);
-        char *dst = (char *)out->data + offs[0] * 8;
         bool to_dst = (out_f64 || out_i64) && so == 1;
+        char *dst = to_dst ? (char *)out->data + offs[0] * 8 : NULL;
         for (int k = 0; k < nin && to_dst; k++) /* [dst, dst + 8n) against each operand read in place */
             if (lo[k] && dst < lo[k] + n * 8 && lo[k] < dst + n * 8) to_dst = false;
         double *rf = to_dst && out_f64 ? (double *)(void *)dst : fr;

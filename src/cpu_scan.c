@@ -55,10 +55,10 @@
 /* Scans that move fewer bytes run on the calling thread: waking workers costs more.
  * A variable so tests can spread small scans over threads. */
 int64_t sf_cpu_scan_mt_min_bytes = (int64_t)1 << 20;
-/* Outputs at least this large are written with non-temporal stores by the column and
- * chained-partition paths (they cannot stay in the last-level cache anyway, and
+/* Outputs at least this large are written with non-temporal stores by the chained
+ * partitions of long rows (they cannot stay in the last-level cache anyway, and
  * skipping the read-for-ownership saves a third of the DRAM traffic; measured to lose
- * on whole-row scans).  A variable for measurements. */
+ * on whole-row scans and, on an Intel Xeon, on columns).  A variable for measurements. */
 int64_t sf_cpu_scan_nt_min_bytes = (int64_t)16 << 20;
 /* Scans that move at most this many bytes count as cache-resident (sf_seq.cached): the
  * AVX-512 8-rows float32 kernel, 0.28 against 0.37 ns per element in L2, reads 8 rows
@@ -753,6 +753,7 @@ static void nt_fence(bool nt) {
 #ifdef SF_SCAN_X86
     if (nt) __builtin_ia32_sfence();
 #else
+    (void)nt;
 #endif
 }
 
@@ -1197,7 +1198,7 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
      * pieces from 8 places at once.  On the AMD build machine they won at one thread (19
      * vs 16 GB/s on [4096, 4096] along dim 0) and lost at two (11 or 37 GB/s by how the
      * output's address fell relative to the input's); on an Intel Xeon (Emerald Rapids,
-     * KVM) they cost 4x at one thread (33.5 vs 8.5 ms; bench/NOTES.md session 40). */
+     * KVM) they cost 4x at one thread (32-34 vs 7-8 ms; bench/NOTES.md session 40). */
     cj.proto.nt = false;
     int64_t outer = numel / (n * W);
     /* tiles as wide as allowed, but one per thread when the outer dims do not already
