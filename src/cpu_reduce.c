@@ -382,14 +382,19 @@ static inline __attribute__((always_inline)) bool extreme_groups_of(const double
     memcpy(a, &at, sizeof at);
     memcpy(a + SF_SUM_LANES, &at2, sizeof at2);
     memcpy(g, &mag, sizeof mag);
-    double Mv = e[0];
+    /* by halves (independent pairs, not a chain of 16 dependent compares) */
     int64_t big = 0;
     for (int l = 0; l < SF_SUM_LANES; l++) big = g[l] > big ? g[l] : big;
-    for (int l = 1; l < 2 * SF_SUM_LANES; l++) Mv = (mx ? e[l] > Mv : e[l] < Mv) ? e[l] : Mv;
-    int64_t f = INT64_MAX;
-    for (int l = 0; l < 2 * SF_SUM_LANES; l++) f = e[l] == Mv && a[l] < f ? a[l] : f;
+    for (int w = SF_SUM_LANES; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) e[l] = (mx ? e[l + w] > e[l] : e[l + w] < e[l]) ? e[l + w] : e[l];
+    const double Mv = e[0];
+    memcpy(e, &m, sizeof m); /* the lanes again, for their positions */
+    memcpy(e + SF_SUM_LANES, &m2, sizeof m2);
+    for (int l = 0; l < 2 * SF_SUM_LANES; l++) a[l] = e[l] == Mv ? a[l] : INT64_MAX;
+    for (int w = SF_SUM_LANES; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) a[l] = a[l + w] < a[l] ? a[l + w] : a[l];
     *M = Mv;
-    if (first) *first = f;
+    if (first) *first = a[0];
     return big <= 0x7ff0000000000000;
 }
 
