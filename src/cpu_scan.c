@@ -56,9 +56,10 @@
  * A variable so tests can spread small scans over threads. */
 int64_t sf_cpu_scan_mt_min_bytes = (int64_t)1 << 20;
 /* Outputs at least this large are written with non-temporal stores by the chained
- * partitions of long rows (they cannot stay in the last-level cache anyway, and
- * skipping the read-for-ownership saves a third of the DRAM traffic; measured to lose
- * on whole-row scans and, on an Intel Xeon, on columns).  A variable for measurements. */
+ * partitions of long rows, and on Intel CPUs by whole rows on one thread (they cannot
+ * stay in the last-level cache anyway, and skipping the read-for-ownership saves a third
+ * of the DRAM traffic; measured to lose on columns on an Intel Xeon, and on whole rows
+ * on the AMD build machine).  A variable for measurements. */
 int64_t sf_cpu_scan_nt_min_bytes = (int64_t)16 << 20;
 /* Scans that move at most this many bytes count as cache-resident (sf_seq.cached): the
  * AVX-512 8-rows float32 kernel, 0.28 against 0.37 ns per element in L2, reads 8 rows
@@ -122,6 +123,22 @@ static const sf_scan_kernels *scan_kernels(void) {
 }
 
 const char *sf_cpu_scan_isa(void) { return scan_kernels()->name; }
+
+/* Whether the CPU is Intel's (the store policies differ: see the streaming stores). */
+static bool scan_on_intel(void) {
+#ifdef SF_SCAN_X86
+    static atomic_int known; /* 0: not asked yet, 1: no, 2: yes */
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v == 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_is("intel") ? 2 : 1;
+        atomic_store_explicit(&known, v, memory_order_relaxed);
+    }
+    return v == 2;
+#else
+    return false;
+#endif
+}
 
 bool sf_cpu_scan_force_isa(const char *name) {
     if (!name) {
@@ -1141,6 +1158,11 @@ void sf_cpu_scan_mt(const sf_node *node, const sf_view *in, const sf_view *out0,
             int64_t rpt = SF_SCAN_PART / n;
             j->rows_per_task = rpt < 1 ? 1 : rpt;
             j->ntasks = (j->nrows + j->rows_per_task - 1) / j->rows_per_task;
+            /* whole rows on one thread stream their stores on Intel CPUs: float32 1-D
+             * 2^26 47-49 vs 42 ms, float64 85-89 vs 62-65 on an Emerald Rapids Xeon, rows
+             * of [4096, 4096] 12.3-12.5 vs 10.9-11.2 (bench/NOTES.md session 40); on the
+             * AMD build machine whole rows lost with them (12 vs 15 GB/s at two threads) */
+            j->nt = nt && nth == 1 && scan_on_intel();
         }
         sf_pool_run(nth, row_task, j);
         free(j->slots);
