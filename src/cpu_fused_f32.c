@@ -255,15 +255,14 @@ static bool f32_rows_sum(const sf_view *in, const sf_view *out, sf_cpu_iter *kit
             const float *xs = x;
             if (in_place) xs = (const float *)in->data + off;
             else sf_cpu_f32_load(in->data, in->dtype, off, rs, K, x);
-            if (exact_p && sf_cpu_sum_exact_f32(xs, K, exact_p, &h)) {
-                hits++;
-            } else if (lanes) {
-                if (exact_p && ++misses > hits + 64) exact_p = 0;
+            const bool exact = exact_p && sf_cpu_sum_exact_f32(xs, K, exact_p, &h);
+            if (exact) hits++;
+            else if (exact_p && ++misses > hits + 64) exact_p = 0;
+            if (!exact && lanes) {
                 for (int q = 0; q < SF_SUM_LANES; q++) hi[q] = lo[q] = 0.0;
                 sf_cpu_sum2_lanes_f32(hi, lo, xs, K, 0);
                 sf_cpu_sum2_lanes_fold(hi, lo, &h, &l);
-            } else {
-                if (exact_p && ++misses > hits + 64) exact_p = 0;
+            } else if (!exact) {
                 h = 0.0;
                 for (int64_t t = 0; t < K; t++) sf_cpu_sum2_add(&h, &l, (double)xs[t]);
             }
