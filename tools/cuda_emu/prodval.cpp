@@ -3,7 +3,7 @@
 // normalised by sf_px_norm, bit for bit, on random states: v anywhere OpProdF's runs can
 // leave it ([2^-947, 2^884], either sign; some zeros, infinities, NaNs with a stale
 // power), the power near both of sf_pxf_val's thresholds and far out.  prodval.inc is a
-// generated source of a float32 cumprod made compilable by xform.py (scans.sh).
+// generated source of a float32 cumprod made compilable by xform.sh (scans.sh).
 #include "shim.h"
 #include "prodval.inc"
 #include <random>

@@ -17,6 +17,7 @@
 # EMU_OUT=DIR: the outputs also written to DIR/v<id>.out (A/B runs of two builds).
 # EMU_MAG=1: float64 outputs within 2^-40 of their sum|x| (the reference run on |x|)
 # count as equal: float64 sums are summed in double (sum programs only).
+# EMU_OPT: g++'s optimisation level for the harness (default -O0).
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -37,18 +38,21 @@ if [ ! -x "$GEN" ]; then
     [ "$GEN" = "$D/gen" ] || mv -f "$D/gen" "$GEN"
 fi
 "$GEN" "$1" "$D" "${2:-0}" "${3:-0}" "${4:-1}"
-python3 "$HERE/xform.py" "$D/src.cu" > "$D/kernel.inc"
+"$HERE/xform.sh" "$D/src.cu" > "$D/kernel.inc"
+# -O0: since the fibers switch without system calls (shim.h), compiling is most of a
+# run's time, and -O1 took 0.5 s a kernel against -O0's 0.3 s (session 41).
 # -fwrapv: with the row scans' one-path vector loads (session 13), g++ 12 -O1 left the
 # second row of a staged, reversed row of 1-, 8- and 4-byte inputs unwritten unless
 # signed overflow wraps (-fwrapv, -fno-strict-overflow or -fno-ivopts), though UBSan
 # finds no overflow there and clang++ -O1, g++ -O0 and -O2 all compute it right; the
-# same program runs on the GPU in test_cuda (bench/NOTES.md, session 13)
+# same program runs on the GPU in test_cuda (bench/NOTES.md, session 13); kept, so that
+# EMU_OPT=-O1 (or -O2) builds the harness as that session did
 H=$D/h
 if [ -n "${EMU_CACHE:-}" ]; then
-    H=$EMU_CACHE/h.$(cat "$D/nt" "$D/kernel.inc" "$D/launch.inc" | sha1sum | cut -c1-40)
+    H=$EMU_CACHE/h.$( (cat "$D/nt" "$D/kernel.inc" "$D/launch.inc"; echo "${EMU_OPT:-}") | sha1sum | cut -c1-40)
 fi
 if [ ! -x "$H" ]; then
-    g++ -std=c++17 -O1 -fwrapv -w -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
+    g++ -std=c++17 ${EMU_OPT:--O0} -fwrapv -w -DEMU_NT="$(cat "$D/nt")" -I"$HERE" -I"$D" "$HERE/harness.cpp" -o "$D/h"
     [ "$H" = "$D/h" ] || mv -f "$D/h" "$H"
 fi
 "$H" "$D" "${5:-0}"

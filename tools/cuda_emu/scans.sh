@@ -117,7 +117,7 @@ wait
 n=$((n + 1))
 src=$(grep -l sf_pxf_val "$D"/sf_cuda_emu.*/src.cu | head -1)
 # (the prelude and the narrow product block: up to the block's #endif)
-if [ -z "$src" ] || ! python3 "$HERE/xform.py" "$src" |
+if [ -z "$src" ] || ! "$HERE/xform.sh" "$src" |
        python3 -c 'import sys; s = sys.stdin.read(); print(s[:s.index("#endif", s.index("sf_pxf_val")) + 6])' > "$D/prodval.inc" ||
    ! g++ -std=c++17 -O1 -fwrapv -w -I"$HERE" -I"$D" "$HERE/prodval.cpp" -o "$D/prodval" || ! "$D/prodval"; then
     echo "FAIL prodval" > "$D/fail.$n"

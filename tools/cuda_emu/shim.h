@@ -1,5 +1,5 @@
 // tools/cuda_emu/shim.h — CUDA built-ins for the emulator (see harness.cpp).
-// A CPU emulator of one CUDA block: every thread a ucontext fiber on one OS thread, run
+// A CPU emulator of one CUDA block: every thread a fiber on one OS thread, run
 // round-robin until it blocks at __syncthreads or a warp exchange; a barrier releases
 // when every live thread (every lane of the warp) has reached it; anything else
 // (a thread exiting while others wait, a warp op while lanes sit at a block barrier,
@@ -24,17 +24,51 @@ struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 struct ulonglong2 { unsigned long long x, y; };
 enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE };
-struct Fiber { ucontext_t ctx; emu_dim3 tid; int state; char *stack; };
+// The fibers' switch.  On x86-64 a few instructions: push the callee-saved registers of
+// the System V ABI, swap stack pointers, pop the other side's, return into it.  glibc's
+// swapcontext also saves and restores the signal mask, a system call each switch, which
+// was ~90 % of a look-back run's time here (perf); nothing here touches signals, MXCSR
+// or the x87 control word, so those stay out.  Other machines keep ucontext
+// (EMU_UCONTEXT=1 forces it).
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+extern "C" void emu_switch(void **save_sp, void *next_sp);
+asm(".text\n.globl emu_switch\n.type emu_switch, @function\nemu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n  ret\n"
+    ".size emu_switch, .-emu_switch\n");
+struct EmuCtx { void *sp; };
+static inline void emu_swap(EmuCtx *from, EmuCtx *to) { emu_switch(&from->sp, to->sp); }
+// A new fiber's stack, as emu_switch leaves one: six zero registers, then the entry as
+// the return address, then a zero slot, so the entry starts with rsp = 8 mod 16 as after a call
+static inline void emu_start(EmuCtx *c, char *stack, size_t size, void (*entry)(void)) {
+    uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+    void **sp = (void **)top - 2;
+    sp[0] = (void *)entry; sp[1] = nullptr;
+    sp -= 6;
+    for (int i = 0; i < 6; i++) sp[i] = nullptr;
+    c->sp = sp;
+}
+#else
+struct EmuCtx { ucontext_t uc; };
+static inline void emu_swap(EmuCtx *from, EmuCtx *to) { swapcontext(&from->uc, &to->uc); }
+static inline void emu_start(EmuCtx *c, char *stack, size_t size, void (*entry)(void)) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack; c->uc.uc_stack.ss_size = size; c->uc.uc_link = nullptr;
+    makecontext(&c->uc, entry, 0);
+}
+#endif
+struct Fiber { EmuCtx ctx; emu_dim3 tid; int state; char *stack; };
 #ifndef EMU_NT
 #define EMU_NT 1024 /* the block size (run.sh passes the kernel's) */
 #endif
 static const int NT = EMU_NT;
 static Fiber g_f[NT];
 static Fiber *g_cur;
-static ucontext_t g_sched;
+static EmuCtx g_sched;
 static emu_dim3 blockIdx = {0, 0, 0}, blockDim = {NT, 1, 1}, gridDim = {1, 1, 1};
 #define threadIdx (g_cur->tid)
-static inline void emu_wait(int st) { g_cur->state = st; swapcontext(&g_cur->ctx, &g_sched); }
+static inline void emu_wait(int st) { g_cur->state = st; emu_swap(&g_cur->ctx, &g_sched); }
 static inline void __syncthreads() { emu_wait(FS_BAR); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait(FS_WARP); }
 static inline void __threadfence() {}
@@ -88,20 +122,18 @@ static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u
 static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
 static void emu_entry(void);
 static void (*g_body)(void);
-static void emu_entry(void) { g_body(); g_cur->state = FS_DONE; swapcontext(&g_cur->ctx, &g_sched); }
+static void emu_entry(void) { g_body(); g_cur->state = FS_DONE; emu_swap(&g_cur->ctx, &g_sched); }
 static bool emu_run(void (*body)(void)) {
     g_body = body;
     for (int t = 0; t < NT; t++) {
         Fiber *f = &g_f[t];
         if (!f->stack) f->stack = (char *)malloc(256 * 1024);
-        getcontext(&f->ctx);
-        f->ctx.uc_stack.ss_sp = f->stack; f->ctx.uc_stack.ss_size = 256 * 1024; f->ctx.uc_link = nullptr;
-        makecontext(&f->ctx, emu_entry, 0);
+        emu_start(&f->ctx, f->stack, 256 * 1024, emu_entry);
         f->tid = {(unsigned)t, 0, 0}; f->state = FS_RUN;
     }
     for (;;) {
         for (int t = 0; t < NT; t++)
-            if (g_f[t].state == FS_RUN) { g_cur = &g_f[t]; swapcontext(&g_sched, &g_f[t].ctx); }
+            if (g_f[t].state == FS_RUN) { g_cur = &g_f[t]; emu_swap(&g_sched, &g_f[t].ctx); }
         bool any = false;
         for (int w = 0; w < NT / 32; w++) {
             int nw = 0, nb = 0, nd = 0;
