@@ -9,8 +9,10 @@ stay out of the CMake build folders and out of git.
 import glob
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,11 +59,34 @@ ext = Extension(
     libraries=libraries,
 )
 
+
+
+class build_ext_sources_in_parallel(build_ext):
+    """Compiles one extension's sources side by side: build_ext's own ``parallel`` option
+    runs several extensions at once, and this package has one, so its ~50 sources went
+    through the compiler one after another (`make test-python` on a fresh clone, 2 cores:
+    66 s, 42 s side by side; session 41)."""
+
+    def build_extension(self, ext):
+        one_by_one = self.compiler.compile
+
+        def compile_side_by_side(sources, *args, **kwargs):
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                objects = pool.map(lambda src: one_by_one([src], *args, **kwargs), sources)
+                return [o for objs in objects for o in objs]
+
+        self.compiler.compile = compile_side_by_side
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.compile = one_by_one
+
+
 setup(
     ext_modules=[ext],
+    cmdclass={"build_ext": build_ext_sources_in_parallel},
     options={
         "build": {"build_base": rel("build-python", "setuptools")},
         "egg_info": {"egg_base": "build-python"},
-        "build_ext": {"parallel": os.cpu_count() or 1},
     },
 )
