@@ -63,7 +63,7 @@ ext = Extension(
 
 class build_ext_sources_in_parallel(build_ext):
     """Compiles one extension's sources side by side: build_ext's own ``parallel`` option
-    runs several extensions at once, and this package has one, so its ~50 sources went
+    runs several extensions at once, and this package has one, so its 45 sources went
     through the compiler one after another (`make test-python` on a fresh clone, 2 cores:
     66 s, 42 s side by side; session 41)."""
 
