@@ -265,6 +265,24 @@ int64_t sf_f64_to_int(double v, scanfuse_dtype dt) {
  * (subnormals below it) and maximum exponent emax; overflow gives infinity. */
 static double round_format(double v, int p, int emin, int emax) {
     if (isnan(v) || isinf(v) || v == 0.0) return v;
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    int be = (int)((bits >> 52) & 0x7FF) - 1023;
+    if (be >= emin) {
+        /* a normal result: round the significand's low 53 - p bits away on the bits,
+         * to nearest even (add half an ulp less one, plus the kept part's lowest bit;
+         * a carry steps into the next binade), as the quotient below does but without
+         * ilogb, ldexp and nearbyint (the reference's checks round ten million values) */
+        int drop = 53 - p;
+        uint64_t sign = bits & (UINT64_C(1) << 63), mag = bits & ~(UINT64_C(1) << 63);
+        mag += (UINT64_C(1) << (drop - 1)) - 1 + ((mag >> drop) & 1);
+        mag &= ~((UINT64_C(1) << drop) - 1);
+        if ((int)(mag >> 52) - 1023 > emax) return sign ? -INFINITY : INFINITY;
+        bits = sign | mag;
+        double r;
+        memcpy(&r, &bits, 8);
+        return r;
+    }
     double a = fabs(v);
     int e = ilogb(a);
     if (e < emin) e = emin;

@@ -244,25 +244,42 @@ static double round_dd(double hi, double lo, scanfuse_dtype dt) {
  * The sum is an integer multiple of 2^-1074 held in 32-bit limbs (stored in int64 so
  * that additions can be carried lazily); bit position b stands for 2^(b - 1074).  The
  * largest finite double has its top bit at position 2097; 70 limbs leave 140 bits of
- * headroom.  Infinities and NaNs are counted separately.
+ * headroom.  Infinities and NaNs are counted separately.  Only limbs [lo, hi] have
+ * been touched: carrying and rounding look at those, not at all 70 (the MoE example's
+ * --check rounded 10 million sums of one element each, and walking every limb and
+ * every kept bit took most of its time).
  */
 #define ACC_LIMBS 70
 #define ACC_FLUSH (1 << 20) /* carries are propagated at least this often */
 
 typedef struct sacc {
     int64_t limb[ACC_LIMBS];
+    int lo, hi; /* limbs outside [lo, hi] are zero (lo > hi: all are) */
     int pending;
     bool nan, pinf, ninf;
 } sacc;
 
-static void acc_init(sacc *a) { memset(a, 0, sizeof *a); }
+static void acc_init(sacc *a) {
+    memset(a, 0, sizeof *a);
+    a->lo = ACC_LIMBS;
+    a->hi = -1;
+}
 
-static void acc_norm(int64_t *limb) {
-    for (int k = 0; k < ACC_LIMBS - 1; k++) {
-        int64_t v = limb[k];
-        int64_t lo = (int64_t)((uint64_t)v & 0xFFFFFFFFu);
-        limb[k] = lo;
-        limb[k + 1] += (v - lo) / 4294967296LL;
+/* Carries limbs lo .. *hi - 1 into the next, each left in [0, 2^32), then moves up
+ * while the top one is outside [-2^31, 2^31) (raising *hi), so the value is the top
+ * limb, signed, times 2^(32 *hi) plus the nonnegative limbs below it.  A negative
+ * value keeps a small negative top limb instead of carrying -1 to limb 69. */
+static void acc_carry(int64_t *t, int lo, int *hi) {
+    int k = lo;
+    for (;; k++) {
+        int64_t v = t[k];
+        bool top = k >= *hi;
+        if (top && (v >= -(INT64_C(1) << 31) && v < (INT64_C(1) << 31))) break;
+        if (k == ACC_LIMBS - 1) break; /* far past double's range: acc_round says so */
+        int64_t low = (int64_t)((uint64_t)v & 0xFFFFFFFFu);
+        t[k] = low;
+        t[k + 1] += (v - low) / 4294967296LL;
+        if (top) *hi = k + 1;
     }
 }
 
@@ -298,50 +315,63 @@ static void acc_add(sacc *a, double x) {
         a->limb[L + 1] -= c1;
         a->limb[L + 2] -= c2;
     }
+    if (L < a->lo) a->lo = L;
+    if (L + 2 > a->hi) a->hi = L + 2;
     if (++a->pending >= ACC_FLUSH) {
-        acc_norm(a->limb);
+        acc_carry(a->limb, a->lo, &a->hi);
         a->pending = 0;
     }
 }
 
-static int acc_bit(const int64_t *t, int b) { return (int)((t[b / 32] >> (b % 32)) & 1); }
+/* Limb k of a carried magnitude, zero outside [lo, hi]. */
+static uint64_t acc_limb(const int64_t *t, int lo, int hi, int k) {
+    return k >= lo && k <= hi ? (uint64_t)t[k] : 0;
+}
+
+/* Bits b .. b + 63 of a carried magnitude (b >= 0). */
+static uint64_t acc_bits64(const int64_t *t, int lo, int hi, int b) {
+    int k = b / 32, s = b % 32;
+    uint64_t w = acc_limb(t, lo, hi, k) | acc_limb(t, lo, hi, k + 1) << 32;
+    return s ? w >> s | acc_limb(t, lo, hi, k + 2) << (64 - s) : w;
+}
 
 /* The exact sum rounded once to the float dtype dt. */
 static double acc_round(const sacc *a, scanfuse_dtype dt) {
     if (a->nan || (a->pinf && a->ninf)) return NAN;
     if (a->pinf) return INFINITY;
     if (a->ninf) return -INFINITY;
+    if (a->lo > a->hi) return 0.0; /* +0, as PyTorch's sums start from +0 */
     int64_t t[ACC_LIMBS];
-    memcpy(t, a->limb, sizeof t);
-    acc_norm(t);
-    bool neg = t[ACC_LIMBS - 1] < 0;
+    int lo = a->lo, hi = a->hi;
+    memcpy(t + lo, a->limb + lo, (size_t)(hi - lo + 1) * sizeof *t);
+    acc_carry(t, lo, &hi);
+    bool neg = t[hi] < 0;
     if (neg) {
-        for (int k = 0; k < ACC_LIMBS; k++) t[k] = -t[k];
-        acc_norm(t);
+        for (int k = lo; k <= hi; k++) t[k] = -t[k];
+        acc_carry(t, lo, &hi);
     }
-    int H = ACC_LIMBS - 1;
-    while (H >= 0 && t[H] == 0) H--;
-    if (H < 0) return 0.0; /* +0, as PyTorch's sums start from +0 */
-    int h = 31;
-    while (!((t[H] >> h) & 1)) h--;
-    int P = 32 * H + h; /* the top bit */
+    while (hi >= lo && t[hi] == 0) hi--;
+    if (hi < lo) return 0.0;
+    if (t[hi] >> 32) return neg ? -INFINITY : INFINITY; /* limb 69 past 2^32: > 2^2142 */
+    int P = 32 * hi + (63 - __builtin_clzll((unsigned long long)t[hi])); /* the top bit */
     fmt fm = fmt_of(dt);
     int qmin = fm.emin - (fm.p - 1) + 1074;
     int q = P - (fm.p - 1);
     if (q < qmin) q = qmin;
     double r;
     if (q <= 0) { /* every bit kept: the value is below 2^53 * 2^-1074 */
-        uint64_t K = (uint64_t)t[0] | ((uint64_t)t[1] << 32);
-        r = ldexp((double)K, -1074);
+        r = ldexp((double)acc_bits64(t, lo, hi, 0), -1074);
     } else {
-        uint64_t K = 0;
-        for (int b = P; b >= q; b--) K = (K << 1) | (uint64_t)acc_bit(t, b);
-        int rb = (q - 1 <= P) ? acc_bit(t, q - 1) : 0;
+        /* the kept bits q .. P (at most 53), the rounding bit q - 1, and whether any
+         * bit below it is set */
+        int w = P - q + 1;
+        uint64_t K = w > 0 ? acc_bits64(t, lo, hi, q) & ((UINT64_C(1) << w) - 1) : 0;
+        int rb = q - 1 <= P ? (int)(acc_bits64(t, lo, hi, q - 1) & 1u) : 0;
+        int below = q - 1 < P + 1 ? q - 1 : P + 1; /* bits at positions < below */
         bool sticky = false;
-        int below = q - 1; /* bits at positions < below */
-        if (below > P + 1) below = P + 1;
-        for (int k = 0; k < below / 32 && !sticky; k++) sticky = t[k] != 0;
-        if (!sticky && below % 32) sticky = (t[below / 32] & ((INT64_C(1) << (below % 32)) - 1)) != 0;
+        for (int k = lo; k < below / 32 && !sticky; k++) sticky = t[k] != 0;
+        if (!sticky && below % 32)
+            sticky = (acc_limb(t, lo, hi, below / 32) & ((UINT64_C(1) << (below % 32)) - 1)) != 0;
         if (rb && (sticky || (K & 1u))) K++;
         r = ldexp((double)K, q - 1074);
         if (r > ldexp(2.0 - ldexp(1.0, 1 - fm.p), fm.emax)) r = INFINITY;

@@ -368,6 +368,83 @@ static void test_strided_input(void) {
     scanfuse_fusion_free(f);
 }
 
+/* Exact prefix sums against an independent computation: random values of the input
+ * dtype, each k * 2^s with a full-width integer significand k and s in a window of
+ * at most 40 binades, so every prefix sum is an integer times 2^(the window's bottom)
+ * that fits in 128 bits; the test rounds that integer to the dtype itself (nearest,
+ * ties to even, subnormals and overflow included) and expects the reference's cumsum
+ * to match every bit.  Windows near the bottom of each format cover its subnormals;
+ * signs are random, so prefixes cancel to a few bits and the rounding bit and the
+ * sticky bits lie limbs apart in the reference's accumulator. */
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
+static double round_i128(i128 S, int unit, int p, int emin, int emax) {
+    if (S == 0) return 0.0;
+    bool neg = S < 0;
+    u128 m = neg ? -(u128)S : (u128)S;
+    int P = 127;
+    while (!((m >> P) & 1)) P--;
+    int q = P - (p - 1); /* the lowest kept bit, in units of 2^unit */
+    int qmin = emin - (p - 1) - unit;
+    if (q < qmin) q = qmin;
+    double r;
+    if (q <= 0) {
+        r = ldexp((double)(uint64_t)m, unit);
+    } else {
+        u128 K = m >> q, rest = m & (((u128)1 << q) - 1);
+        u128 half = (u128)1 << (q - 1);
+        if (rest > half || (rest == half && (K & 1))) K++;
+        r = ldexp((double)(uint64_t)K, q + unit);
+        if (r > ldexp(2.0 - ldexp(1.0, 1 - p), emax)) r = INFINITY;
+    }
+    return neg ? -r : r;
+}
+
+static void test_exact_sums(void) {
+    static const struct {
+        const char *name;
+        int p, emin, emax, lo, hi; /* the window of value exponents s: [lo, hi] */
+    } fm[] = {
+        {"float64", 53, -1022, 1023, -30, 10},    {"float64", 53, -1022, 1023, -1074, -1040},
+        {"float32", 24, -126, 127, -20, 20},      {"float32", 24, -126, 127, -149, -120},
+        {"float32", 24, -126, 127, 80, 104},      {"bfloat16", 8, -126, 127, -10, 30},
+        {"bfloat16", 8, -126, 127, -133, -110},   {"bfloat16", 8, -126, 127, 100, 120},
+        {"float16", 11, -14, 15, -24, 5},         {"float16", 11, -14, 15, -6, 5},
+    };
+    uint64_t st = 0x9E3779B97F4A7C15u;
+    double x[64];
+    int bad = 0;
+    for (size_t f = 0; f < sizeof fm / sizeof fm[0]; f++) {
+        char text[200];
+        snprintf(text, sizeof text, "input x: %s[64]\ny = cumsum(x, 0)\noutput y\n", fm[f].name);
+        for (int trial = 0; trial < 40; trial++) {
+            i128 S = 0;
+            double want[64];
+            for (int i = 0; i < 64; i++) {
+                st = st * 6364136223846793005u + 1442695040888963407u;
+                uint64_t k = (st >> 11) & ((UINT64_C(1) << fm[f].p) - 1);
+                if (trial % 4 == 0) k &= ~(uint64_t)0xF; /* short significands: ties */
+                int s = fm[f].lo + (int)((st >> 3) % (uint64_t)(fm[f].hi - fm[f].lo + 1));
+                if (trial % 4 == 1) s = fm[f].lo + (int)((st >> 3) % 4); /* one narrow band */
+                bool neg = (st >> 63) & 1;
+                x[i] = ldexp((double)k, s) * (neg ? -1 : 1);
+                i128 term = (i128)k << (s - fm[f].lo);
+                S += neg ? -term : term;
+                want[i] = round_i128(S, fm[f].lo, fm[f].p, fm[f].emin, fm[f].emax);
+            }
+            ok_run(text, IN(x), NULL);
+            for (int i = 0; i < 64; i++) {
+                bool same = o0[i] == want[i] && signbit(o0[i]) == signbit(want[i]);
+                if (!same && bad++ < 8)
+                    CHECKF(false, "%s exact cumsum, window [%d, %d], trial %d, [%d]: got %a, want %a",
+                           fm[f].name, fm[f].lo, fm[f].hi, trial, i, o0[i], want[i]);
+            }
+        }
+    }
+    CHECKF(bad == 0, "exact cumsums: %d elements differ", bad);
+}
+
 int main(void) {
     test_cumsum();
     test_other_scans();
@@ -376,5 +453,6 @@ int main(void) {
     test_matmul();
     test_shape_and_creation();
     test_strided_input();
+    test_exact_sums();
     return sf_test_finish("test_ref");
 }
