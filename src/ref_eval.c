@@ -266,8 +266,9 @@ static void acc_init(sacc *a) {
 }
 
 /* Carries limbs lo .. *hi - 1 into the next, each left in [0, 2^32), then moves up
- * while the top one is outside [-2^31, 2^31) (raising *hi), so the value is the top
- * limb, signed, times 2^(32 *hi) plus the nonnegative limbs below it.  A negative
+ * while the top one is outside [-2^31, 2^31) (raising *hi; limbs above *hi are
+ * taken as zero, not read), so the value is the top limb, signed, times 2^(32 *hi)
+ * plus the nonnegative limbs below it.  A negative
  * value keeps a small negative top limb instead of carrying -1 to limb 69. */
 static void acc_carry(int64_t *t, int lo, int *hi) {
     int k = lo;
@@ -276,10 +277,14 @@ static void acc_carry(int64_t *t, int lo, int *hi) {
         bool top = k >= *hi;
         if (top && (v >= -(INT64_C(1) << 31) && v < (INT64_C(1) << 31))) break;
         if (k == ACC_LIMBS - 1) break; /* far past double's range: acc_round says so */
-        int64_t low = (int64_t)((uint64_t)v & 0xFFFFFFFFu);
+        int64_t low = (int64_t)((uint64_t)v & 0xFFFFFFFFu), carry = (v - low) / 4294967296LL;
         t[k] = low;
-        t[k + 1] += (v - low) / 4294967296LL;
-        if (top) *hi = k + 1;
+        if (top) { /* a new top limb: above *hi t holds no limbs (acc_round copies [lo, hi]) */
+            t[k + 1] = carry;
+            *hi = k + 1;
+        } else {
+            t[k + 1] += carry;
+        }
     }
 }
 

@@ -443,6 +443,29 @@ static void test_exact_sums(void) {
         }
     }
     CHECKF(bad == 0, "exact cumsums: %d elements differ", bad);
+
+    /* long runs of one sign: +-0.75 adds 3 * 2^16 to limb 33 each step, so its carry
+     * opens limb 34 after ~11000 steps (a reference that read that limb before writing
+     * it failed 29078 prefixes here); +-2^-1074 fills the bottom limb.  The prefix
+     * sums are exact in float32 and float64. */
+    enum { N = 40000 };
+    static double xs[N], ys[N], zs[N];
+    double *lo[2] = {ys, zs};
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (int i = 0; i < N; i++) xs[i] = 0.75 * sign;
+        CHECK_STATUS(run_text("input x: float32[40000]\ny = cumsum(x, 0)\n"
+                              "z = cumsum(x, 0, dtype=float64)\noutput y, z\n",
+                              IN(xs), NULL, lo), SCANFUSE_OK);
+        int wrong = 0;
+        for (int i = 0; i < N; i++) wrong += ys[i] != 0.75 * sign * (i + 1) || zs[i] != ys[i];
+        CHECKF(wrong == 0, "cumsum of %d x %g: %d prefixes wrong", N, 0.75 * sign, wrong);
+        for (int i = 0; i < N; i++) xs[i] = sign * 0x1p-1074;
+        CHECK_STATUS(run_text("input x: float64[40000]\ny = cumsum(x, 0)\noutput y\n", IN(xs),
+                              NULL, lo), SCANFUSE_OK);
+        wrong = 0;
+        for (int i = 0; i < N; i++) wrong += ys[i] != sign * (i + 1) * 0x1p-1074;
+        CHECKF(wrong == 0, "cumsum of %d x %g: %d prefixes wrong", N, sign * 0x1p-1074, wrong);
+    }
 }
 
 int main(void) {
