@@ -287,7 +287,7 @@ void sf_cpu_f32_sum(const sf_node *n, const sf_view *in, const sf_view *out, int
     const int64_t *ksp[2] = {sp.kin, sp.kout};
     const int64_t *rsp[1] = {sp.rin};
     sf_cpu_iter kit, rit;
-    int64_t koffs[2], roffs[1], m, K;
+    int64_t koffs[2], roffs[1] = {0}, m, K; /* roffs: 0 when the reduced dims are empty (K = 0) */
     float x[SF_CPU_BLOCK], y[SF_CPU_BLOCK];
     double hi[SF_CPU_BLOCK], lo[SF_CPU_BLOCK];
     sf_cpu_iter_init(&kit, sp.nk, sp.kshape, 2, ksp);

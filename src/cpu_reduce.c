@@ -802,7 +802,7 @@ static void red_cols(void *ctx, int tid, int nthreads) {
     const int64_t *ksp[2] = {sp->kin, sp->kout};
     const int64_t *rsp[1] = {sp->rin};
     sf_cpu_iter kit, rit;
-    int64_t koffs[2], roffs[1], m, K;
+    int64_t koffs[2], roffs[1] = {0}, m, K; /* roffs: 0 when the reduced dims are empty (K = 0) */
     const int64_t esz = (int64_t)scanfuse_dtype_size(in->dtype);
     sf_cpu_iter_init(&kit, sp->nk, sp->kshape, 2, ksp);
     for (int64_t b = 0; (m = sf_cpu_iter_next(&kit, SF_CPU_BLOCK, koffs)) > 0; b++) {
@@ -933,7 +933,7 @@ void sf_cpu_reduce_mt(const sf_node *node, const sf_view *in, const sf_view *out
     const int64_t *ksp[2] = {sp.kin, sp.kout};
     const int64_t *rsp[1] = {sp.rin};
     sf_cpu_iter kit, rit;
-    int64_t koffs[2], roffs[1], K;
+    int64_t koffs[2], roffs[1] = {0}, K; /* roffs: 0 when the reduced dims are empty (K = 0) */
     double count = (double)sp.rcount;
 
     w->lanes = false;

@@ -1418,7 +1418,7 @@ static scanfuse_status k_scatter(rctx *c, const sf_node *n) {
         if ((!scalar && ix->shape[d] > src->shape[d]) || (d != dim && ix->shape[d] > x->shape[d]))
             return bad_node(c, n, "index larger than src or x");
     int64_t size = nd > 0 ? x->shape[dim] : 1;
-    int64_t xs[SF_MAX_DIMS], ss[SF_MAX_DIMS];
+    int64_t xs[SF_MAX_DIMS], ss[SF_MAX_DIMS] = {0}; /* a scalar src: no strides, all 0 */
     contig_strides(nd, x->shape, xs);
     contig_strides(src->ndim, src->shape, ss);
     bool add = n->a.reduce == SF_REDUCE_ADD;
