@@ -33,6 +33,8 @@ prog mrow 'input x: float16[29, 4099]\ny = mean(x, dim=1)\noutput y\n'
 prog f64col 'input x: float64[1500, 33]\ny = mean(x, dim=0)\noutput y\n'
 prog irow 'input x: int32[17, 5003]\ny = sum(x, dim=1)\noutput y\n'
 prog icol 'input x: int64[2000, 40]\ny = sum(x, dim=0)\noutput y\n'
+# 2-byte columns (a thread an output, split in 47 runs of 64 rows, the last of 57)
+prog scolb 'input x: bfloat16[3001, 40]\ny = sum(x, dim=0)\noutput y\n'
 # a prologue of two inputs, the reduced dims in the middle of three
 prog fused 'input a: bfloat16[8, 700, 12]\ninput w: float32[700, 1]\ny = sum(mul(cast(a, float32), w), dim=1)\noutput y\n'
 # max, min, argmax, argmin
@@ -46,12 +48,15 @@ prog argvec 'input x: float16[70001]\ny = argmax(x)\noutput y\n'
 prog maxw4 'input x: float32[19, 4096]\ny = max(x, dim=1)\noutput y\n'
 prog argw4 'input x: float16[11, 3001]\ny = argmin(x, dim=1)\noutput y\n'
 prog sumw4 'input x: bfloat16[13, 3999]\ny = mean(x, dim=1)\noutput y\n'
-for p in srow swarp scol svec svecb mvecb avecb mrow f64col irow icol fused maxrow mincol argrow argcol argvec maxw4 argw4 sumw4; do
+for p in srow swarp scol scolb svec svecb mvecb avecb mrow f64col irow icol fused maxrow mincol argrow argcol argvec maxw4 argw4 sumw4; do
     for tune in pdl=1 red_u=3; do emu $p $tune; done
     emu $p pdl=1 0 1 0 0   # special values (NaN, infinities, signed zeros)
     emu $p red_u=5 0 0 0 1 # strided
 done
 for p in srow scol svecb argcol; do emu $p red_u=1; done # one load at a time, as before
+# the thread kernel with L2 prefetches (red_pf=1, an experiment): the same folds
+for p in scol scolb icol fused mincol argcol f64col; do emu $p red_pf=1; done
+emu scolb red_pf=1,red_u=5 0 0 0 1
 # float sums of narrow elements add by TwoSum within a batch (OpSumDN, sum_lazy=1, the
 # default); sum_lazy=0 is OpSumDD's add an element (the same values rounded once)
 for p in srow swarp svecb mrow fused; do emu $p sum_lazy=0; done
