@@ -94,21 +94,33 @@ static const char *const red_finish_u[] = {
  * batch with about four loads ahead of the folds whatever U is (the SASS of a bfloat16
  * column sum at U = 8, 16 and 32: 32 registers each), so a thread a 2-byte column keeps
  * ~8-10 bytes in flight where the copy's rate needs about twice that (NOTES session 41
- * entry 5).  A prefetch holds no register: U prefetches a batch, one batch ahead.  The
- * folds are sf_red_run's, in its order (the same bits). */
+ * entry 5).  A prefetch holds no register: U prefetches a batch, one batch ahead
+ * (red_pf=2: by two lanes a warp; 40 registers against red_pf=1's 48).  The folds are
+ * sf_red_run's, in its order (the same bits). */
 static const char *const red_thread_pf[] = {
     "#ifndef SF_RED_THREAD_PF",
     "#define SF_RED_THREAD_PF",
-    "template <class Op, class Io, int U>",
+    "// PF = 1: every thread prefetches its own elements; PF = 2: lanes 0 and 16 alone",
+    "// (a warp's row of 2- or 4-byte columns is one or two 64-byte halves of a line), in a",
+    "// loop that is not unrolled, for fewer registers.",
+    "template <class Op, class Io, int PF>",
+    "__device__ __forceinline__ void sf_red_pf_batch(const sf_args& a, const typename Io::B& b, i64 j, i64 n, i64 hi) {",
+    "    if (PF == 1) {",
+    "#pragma unroll",
+    "        for (int u = 0; u < n; ++u) if (j + u < hi) Io::pf(a, b, j + u);",
+    "    } else if ((threadIdx.x & 15) == 0) {",
+    "#pragma unroll 1",
+    "        for (int u = 0; u < n; ++u) if (j + u < hi) Io::pf(a, b, j + u);",
+    "    }",
+    "}",
+    "template <class Op, class Io, int U, int PF>",
     "__device__ __forceinline__ typename Op::T sf_red_run_pf(const sf_args& a, const typename Io::B& b, i64 lo, i64 hi) {",
     "    typedef typename Op::T T;",
     "    T acc = Op::id();",
     "    i64 j = lo;",
-    "#pragma unroll",
-    "    for (int u = 0; u < U; ++u) if (j + u < hi) Io::pf(a, b, j + u);",
+    "    sf_red_pf_batch<Op, Io, PF>(a, b, j, U, hi);",
     "    for (; j + (U - 1) < hi; j += U) {",
-    "#pragma unroll",
-    "        for (int u = 0; u < U; ++u) if (j + U + u < hi) Io::pf(a, b, j + U + u);",
+    "        sf_red_pf_batch<Op, Io, PF>(a, b, j + U, U, hi);",
     "        T x[U];",
     "#pragma unroll",
     "        for (int u = 0; u < U; ++u) x[u] = Io::ld(a, b, j + u);",
@@ -118,7 +130,7 @@ static const char *const red_thread_pf[] = {
     "    for (; j < hi; ++j) acc = Op::op(acc, Io::ld(a, b, j));",
     "    return acc;",
     "}",
-    "template <class Op, class Io, int U>",
+    "template <class Op, class Io, int U, int PF>",
     "__device__ __forceinline__ void sf_red_thread_pf(const sf_args& a, i64 nout, i64 nred, i64 nsplit) {",
     "    typedef typename Op::T T;",
     "    const i64 chunk = (nred + nsplit - 1) / nsplit;",
@@ -127,7 +139,7 @@ static const char *const red_thread_pf[] = {
     "        typename Io::B b;",
     "        Io::base(a, o, b);",
     "        const i64 lo = s * chunk, hi = (lo + chunk < nred) ? lo + chunk : nred;",
-    "        const T acc = sf_red_run_pf<Op, Io, U>(a, b, lo, hi);",
+    "        const T acc = sf_red_run_pf<Op, Io, U, PF>(a, b, lo, hi);",
     "        if (nsplit == 1) Io::st(a, o, acc);",
     "        else ((T*)a.scratch)[s * nout + o] = acc;",
     "    }",
@@ -367,6 +379,7 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     int lastd = -1;
     for (int d = x->ndim - 1; d >= 0 && lastd < 0; d--)
         if (x->shape[d] > 1) lastd = d;
+    const int pf_mode = sf_cg_tune("red_pf", 0) == 2 ? 2 : 1;
     const bool use_pf = sf_cg_tune("red_pf", 0) != 0 && !(lastd >= 0 && u.red[lastd]);
     char io[32];
     snprintf(io, sizeof io, "Io_k%d", ki);
@@ -502,11 +515,18 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (nsplit < 1) nsplit = 1;
         }
         k->grid = sf_cg_grid(sf_cg_ceil_div(nout * nsplit, 256));
-        if (use_pf) sf_cg_put_lines(src, red_thread_pf);
-        sf_buf_printf(src,
-                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                      "sf_red_thread%s<%s::Op, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                      ki, use_pf ? "_pf" : "", io, io, U, (long long)nout, (long long)nred, (long long)nsplit);
+        if (use_pf) {
+            sf_cg_put_lines(src, red_thread_pf);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_thread_pf<%s::Op, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          ki, io, io, U, pf_mode, (long long)nout, (long long)nred, (long long)nsplit);
+        } else {
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_thread<%s::Op, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                          ki, io, io, U, (long long)nout, (long long)nred, (long long)nsplit);
+        }
     }
     if (nsplit > 1) {
         k->scratch_bytes = nout * nsplit * tsize;
