@@ -60,7 +60,6 @@ ext = Extension(
 )
 
 
-
 class build_ext_sources_in_parallel(build_ext):
     """Compiles one extension's sources side by side: build_ext's own ``parallel`` option
     runs several extensions at once, and this package has one, so its 45 sources went

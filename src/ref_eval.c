@@ -266,10 +266,10 @@ static void acc_init(sacc *a) {
 }
 
 /* Carries limbs lo .. *hi - 1 into the next, each left in [0, 2^32), then moves up
- * while the top one is outside [-2^31, 2^31) (raising *hi; limbs above *hi are
- * taken as zero, not read), so the value is the top limb, signed, times 2^(32 *hi)
- * plus the nonnegative limbs below it.  A negative
- * value keeps a small negative top limb instead of carrying -1 to limb 69. */
+ * while the top one is outside [-2^31, 2^31) (raising *hi; limbs above *hi are taken
+ * as zero, not read), so the value is the top limb, signed, times 2^(32 *hi) plus the
+ * nonnegative limbs below it.  A negative value keeps a small negative top limb
+ * instead of carrying -1 up to limb 69. */
 static void acc_carry(int64_t *t, int lo, int *hi) {
     int k = lo;
     for (;; k++) {
@@ -357,7 +357,7 @@ static double acc_round(const sacc *a, scanfuse_dtype dt) {
     }
     while (hi >= lo && t[hi] == 0) hi--;
     if (hi < lo) return 0.0;
-    if (t[hi] >> 32) return neg ? -INFINITY : INFINITY; /* limb 69 past 2^32: > 2^2142 */
+    if (t[hi] >> 32) return neg ? -INFINITY : INFINITY; /* limb 69 past 2^32: >= 2^1166 */
     int P = 32 * hi + (63 - __builtin_clzll((unsigned long long)t[hi])); /* the top bit */
     fmt fm = fmt_of(dt);
     int qmin = fm.emin - (fm.p - 1) + 1074;

@@ -28,8 +28,8 @@ enum { FS_RUN, FS_BAR, FS_WARP, FS_DONE };
 // the System V ABI, swap stack pointers, pop the other side's, return into it.  glibc's
 // swapcontext also saves and restores the signal mask, a system call each switch, which
 // was ~90 % of a look-back run's time here (perf); nothing here touches signals, MXCSR
-// or the x87 control word, so those stay out.  Other machines keep ucontext
-// (EMU_UCONTEXT=1 forces it).
+// or the x87 control word, so those stay out.  Other machines keep ucontext (compiling
+// with -DEMU_UCONTEXT forces it).
 #if defined(__x86_64__) && !defined(EMU_UCONTEXT)
 extern "C" void emu_switch(void **save_sp, void *next_sp);
 asm(".text\n.globl emu_switch\n.type emu_switch, @function\nemu_switch:\n"
