@@ -89,6 +89,51 @@ static const char *const red_finish_u[] = {
     "#endif",
     NULL};
 
+/* The combine of the splits by G lanes an output (red_fin_g=1, an experiment, off by
+ * default; emitted only where used): lane g folds splits g*C .. (g+1)*C - 1 in order (U
+ * loads in flight, C = ceil(nsplit / G)), then the G lanes' states fold in a fixed tree
+ * ((0 1) (2 3)) ...: the same bits on every run, not sf_red_finish_u's (its fold is one
+ * chain over the splits).  Nsight on an H100 (NOTES session 41 entry 6): the bfloat16
+ * column sum of [4096, 4096] spent 11.9 µs of its ~32 in sf_red_finish_u, 16 blocks of
+ * 4096 threads each folding 64 partial states one after another. */
+static const char *const red_finish_g[] = {
+    "#ifndef SF_RED_FINISH_G",
+    "#define SF_RED_FINISH_G",
+    "template <class Op, class Io, int G, int U>",
+    "__device__ __forceinline__ void sf_red_finish_g(const sf_args& a, i64 nout, i64 nsplit, bool by_out) {",
+    "    typedef typename Op::T T;",
+    "    const T* part = (const T*)a.scratch;",
+    "    const i64 step = by_out ? 1 : nout, C = (nsplit + G - 1) / G;",
+    "    const int lane = (int)(threadIdx.x & 31), g = lane % G;",
+    "    // warps walk the grid together (the tree's shuffles need every lane)",
+    "    const i64 w0 = (i64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);",
+    "    for (i64 w = w0; w < nout * G; w += (i64)gridDim.x * blockDim.x) {",
+    "        const i64 o = (w + lane) / G;",
+    "        T acc = Op::id();",
+    "        if (o < nout) {",
+    "            const T* p = part + (by_out ? o * nsplit : o);",
+    "            const i64 lo = g * C, hi = lo + C < nsplit ? lo + C : nsplit;",
+    "            i64 s = lo;",
+    "            for (; s + U <= hi; s += U) {",
+    "                T x[U];",
+    "#pragma unroll",
+    "                for (int u = 0; u < U; ++u) x[u] = p[(s + u) * step];",
+    "#pragma unroll",
+    "                for (int u = 0; u < U; ++u) acc = Op::op(acc, x[u]);",
+    "            }",
+    "            for (; s < hi; ++s) acc = Op::op(acc, p[s * step]);",
+    "        }",
+    "#pragma unroll",
+    "        for (int d = 1; d < G; d *= 2) {",
+    "            const T other = sf_shdn(acc, d);",
+    "            if ((g & (2 * d - 1)) == 0) acc = Op::op(acc, other);",
+    "        }",
+    "        if (o < nout && g == 0) Io::st(a, o, acc);",
+    "    }",
+    "}",
+    "#endif",
+    NULL};
+
 /* The thread kernel with the next batch's elements prefetched into L2 (red_pf=1, an
  * experiment, off by default; emitted only where used).  ptxas schedules sf_red_run's
  * batch with about four loads ahead of the folds whatever U is (the SASS of a bfloat16
@@ -547,6 +592,19 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
         int fu = sf_cg_tune("red_fin_u", 8);
         fu = fu < 1 ? 1 : fu > 16 ? 16 : fu;
         const char *by_out = k->kind == SF_CUK_RED_BLOCK ? "true" : "false";
+        if (sf_cg_tune("red_fin_g", 0) != 0) {
+            /* G lanes an output: enough threads for the GPU, at most the splits, a power
+             * of two up to 32 */
+            int G = 1;
+            while (G < 32 && G * 2 <= nsplit && (int64_t)G * nout < (int64_t)sms * 1024) G *= 2;
+            k2->grid = sf_cg_grid(sf_cg_ceil_div(nout * G, 256));
+            sf_cg_put_lines(src, red_finish_g);
+            sf_buf_printf(src,
+                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                          "sf_red_finish_g<%s::Op, %s, %d, %d>(a, %lldll, %lldll, %s);\n}\n\n",
+                          ki + 1, io, io, G, fu > 4 ? 4 : fu, (long long)nout, (long long)nsplit, by_out);
+            return SCANFUSE_OK;
+        }
         if (fu > 1) {
             sf_cg_put_lines(src, red_finish_u);
             sf_buf_printf(src,

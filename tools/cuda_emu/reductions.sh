@@ -58,6 +58,10 @@ for p in srow scol svecb argcol; do emu $p red_u=1; done # one load at a time, a
 for p in scol scolb icol fused mincol argcol f64col; do emu $p red_pf=1; done
 emu scolb red_pf=1,red_u=5 0 0 0 1
 for p in scolb icol; do emu $p red_pf=2; done
+# the splits combined by G lanes an output and a fixed tree (red_fin_g=1, an experiment)
+for p in scol scolb icol argcol mincol f64col fused; do emu $p red_fin_g=1; done
+emu scolb red_fin_g=1 0 1 0 0
+emu argcol red_fin_g=1,red_u=3 0 0 0 1
 # float sums of narrow elements add by TwoSum within a batch (OpSumDN, sum_lazy=1, the
 # default); sum_lazy=0 is OpSumDD's add an element (the same values rounded once)
 for p in srow swarp svecb mrow fused; do emu $p sum_lazy=0; done
