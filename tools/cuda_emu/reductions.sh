@@ -62,6 +62,10 @@ for p in scolb icol; do emu $p red_pf=2; done
 for p in scol scolb icol argcol mincol f64col fused; do emu $p red_fin_g=1; done
 emu scolb red_fin_g=1 0 1 0 0
 emu argcol red_fin_g=1,red_u=3 0 0 0 1
+# (a block an output and split, 13 splits of rows of 100000, partials by output)
+prog brow 'input x: float32[5, 100000]\ny = sum(x, dim=1)\noutput y\n'
+prog browa 'input x: bfloat16[5, 100000]\ny = argmax(x, dim=1)\noutput y\n'
+for p in brow browa; do emu $p pdl=1; emu $p red_fin_g=1; done
 # float sums of narrow elements add by TwoSum within a batch (OpSumDN, sum_lazy=1, the
 # default); sum_lazy=0 is OpSumDD's add an element (the same values rounded once)
 for p in srow swarp svecb mrow fused; do emu $p sum_lazy=0; done
