@@ -134,64 +134,6 @@ static const char *const red_finish_g[] = {
     "#endif",
     NULL};
 
-/* The thread kernel with the next batch's elements prefetched into L2 (red_pf=1, an
- * experiment, off by default; emitted only where used).  ptxas schedules sf_red_run's
- * batch with about four loads ahead of the folds whatever U is (the SASS of a bfloat16
- * column sum at U = 8, 16 and 32: 32 registers each), so a thread a 2-byte column keeps
- * ~8-10 bytes in flight where the copy's rate needs about twice that (NOTES session 41
- * entry 5).  A prefetch holds no register: U prefetches a batch, one batch ahead
- * (red_pf=2: by two lanes a warp; 40 registers against red_pf=1's 48).  The folds are
- * sf_red_run's, in its order (the same bits). */
-static const char *const red_thread_pf[] = {
-    "#ifndef SF_RED_THREAD_PF",
-    "#define SF_RED_THREAD_PF",
-    "// PF = 1: every thread prefetches its own elements; PF = 2: lanes 0 and 16 alone",
-    "// (a warp's row of 2- or 4-byte columns is one or two 64-byte halves of a line), in a",
-    "// loop that is not unrolled, for fewer registers.",
-    "template <class Op, class Io, int PF>",
-    "__device__ __forceinline__ void sf_red_pf_batch(const sf_args& a, const typename Io::B& b, i64 j, i64 n, i64 hi) {",
-    "    if (PF == 1) {",
-    "#pragma unroll",
-    "        for (int u = 0; u < n; ++u) if (j + u < hi) Io::pf(a, b, j + u);",
-    "    } else if ((threadIdx.x & 15) == 0) {",
-    "#pragma unroll 1",
-    "        for (int u = 0; u < n; ++u) if (j + u < hi) Io::pf(a, b, j + u);",
-    "    }",
-    "}",
-    "template <class Op, class Io, int U, int PF>",
-    "__device__ __forceinline__ typename Op::T sf_red_run_pf(const sf_args& a, const typename Io::B& b, i64 lo, i64 hi) {",
-    "    typedef typename Op::T T;",
-    "    T acc = Op::id();",
-    "    i64 j = lo;",
-    "    sf_red_pf_batch<Op, Io, PF>(a, b, j, U, hi);",
-    "    for (; j + (U - 1) < hi; j += U) {",
-    "        sf_red_pf_batch<Op, Io, PF>(a, b, j + U, U, hi);",
-    "        T x[U];",
-    "#pragma unroll",
-    "        for (int u = 0; u < U; ++u) x[u] = Io::ld(a, b, j + u);",
-    "#pragma unroll",
-    "        for (int u = 0; u < U; ++u) acc = sf_seq<Op>(acc, x[u], (u + 1) % sf_lazy<Op>::N == 0 || u == U - 1);",
-    "    }",
-    "    for (; j < hi; ++j) acc = Op::op(acc, Io::ld(a, b, j));",
-    "    return acc;",
-    "}",
-    "template <class Op, class Io, int U, int PF>",
-    "__device__ __forceinline__ void sf_red_thread_pf(const sf_args& a, i64 nout, i64 nred, i64 nsplit) {",
-    "    typedef typename Op::T T;",
-    "    const i64 chunk = (nred + nsplit - 1) / nsplit;",
-    "    for (i64 w = (i64)blockIdx.x * blockDim.x + threadIdx.x; w < nout * nsplit; w += (i64)gridDim.x * blockDim.x) {",
-    "        const i64 s = w / nout, o = w - s * nout;",
-    "        typename Io::B b;",
-    "        Io::base(a, o, b);",
-    "        const i64 lo = s * chunk, hi = (lo + chunk < nred) ? lo + chunk : nred;",
-    "        const T acc = sf_red_run_pf<Op, Io, U, PF>(a, b, lo, hi);",
-    "        if (nsplit == 1) Io::st(a, o, acc);",
-    "        else ((T*)a.scratch)[s * nout + o] = acc;",
-    "    }",
-    "}",
-    "#endif",
-    NULL};
-
 typedef struct red_ctx {
     bool red[SF_MAX_DIMS];
 } red_ctx;
@@ -420,12 +362,6 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     }
 
     sf_buf *src = g->src;
-    /* the thread kernel's L2 prefetch (red_pf=1; red_thread_pf): columns only */
-    int lastd = -1;
-    for (int d = x->ndim - 1; d >= 0 && lastd < 0; d--)
-        if (x->shape[d] > 1) lastd = d;
-    const int pf_mode = sf_cg_tune("red_pf", 0) == 2 ? 2 : 1;
-    const bool use_pf = sf_cg_tune("red_pf", 0) != 0 && !(lastd >= 0 && u.red[lastd]);
     char io[32];
     snprintf(io, sizeof io, "Io_k%d", ki);
     sf_cg_put_lines(src, defs);
@@ -460,22 +396,6 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
     snprintf(name, sizeof name, "v%d", (int)n->in[0]);
     sf_cg_conv(src, xdt, cdt, name);
     sf_buf_printf(src, ";\n(void)j;\nreturn %s;\n}\n", elem);
-    if (use_pf) { /* pf: each operand the prologue reads at element j, into L2 */
-        sf_buf_puts(src, "static __device__ __forceinline__ void pf(const sf_args& a, const B& b, i64 j) {\n");
-        sf_cg_coords(src, "r", "j", nrd, rd, x->shape);
-        for (int q = 0; q < k->nops; q++) {
-            if (k->ops[q].space != 0 || k->ops[q].out) continue;
-            sf_buf_printf(src, "asm volatile(\"prefetch.global.L2 [%%0];\" :: \"l\"((const char*)a.ptr[%d] + (", q);
-            sf_cg_ectx pe; /* (red_ld_off reads only these) */
-            memset(&pe, 0, sizeof pe);
-            pe.user = &u;
-            pe.ndim = k->ndim;
-            pe.shape = k->shape;
-            red_ld_off(&pe, q, src);
-            sf_buf_printf(src, ") * %d));\n", (int)scanfuse_dtype_size(f->values[k->ops[q].value].dtype));
-        }
-        sf_buf_puts(src, "(void)a;\n(void)b;\n(void)j;\n}\n");
-    }
     sf_buf_puts(src, "static __device__ __forceinline__ void st(const sf_args& a, i64 o, const T& s) {\n");
     int yd[SF_MAX_DIMS];
     for (int d = 0; d < y->ndim; d++) yd[d] = d;
@@ -560,18 +480,10 @@ scanfuse_status sf_cg_reduce(sf_cg *g, int anchor, char *msg, size_t msglen) {
             if (nsplit < 1) nsplit = 1;
         }
         k->grid = sf_cg_grid(sf_cg_ceil_div(nout * nsplit, 256));
-        if (use_pf) {
-            sf_cg_put_lines(src, red_thread_pf);
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                          "sf_red_thread_pf<%s::Op, %s, %d, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, U, pf_mode, (long long)nout, (long long)nred, (long long)nsplit);
-        } else {
-            sf_buf_printf(src,
-                          "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
-                          "sf_red_thread<%s::Op, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
-                          ki, io, io, U, (long long)nout, (long long)nred, (long long)nsplit);
-        }
+        sf_buf_printf(src,
+                      "extern \"C\" __global__ void __launch_bounds__(256) k%d(const sf_args a) {\n"
+                      "sf_red_thread<%s::Op, %s, %d>(a, %lldll, %lldll, %lldll);\n}\n\n",
+                      ki, io, io, U, (long long)nout, (long long)nred, (long long)nsplit);
     }
     if (nsplit > 1) {
         k->scratch_bytes = nout * nsplit * tsize;

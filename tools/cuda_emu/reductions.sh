@@ -54,10 +54,6 @@ for p in srow swarp scol scolb svec svecb mvecb avecb mrow f64col irow icol fuse
     emu $p red_u=5 0 0 0 1 # strided
 done
 for p in srow scol svecb argcol; do emu $p red_u=1; done # one load at a time, as before
-# the thread kernel with L2 prefetches (red_pf=1, an experiment): the same folds
-for p in scol scolb icol fused mincol argcol f64col; do emu $p red_pf=1; done
-emu scolb red_pf=1,red_u=5 0 0 0 1
-for p in scolb icol; do emu $p red_pf=2; done
 # the splits combined by G lanes an output and a fixed tree (red_fin_g=1, an experiment)
 for p in scol scolb icol argcol mincol f64col fused; do emu $p red_fin_g=1; done
 emu scolb red_fin_g=1 0 1 0 0

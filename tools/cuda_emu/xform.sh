@@ -27,8 +27,6 @@ anchor='^__device__ __forceinline__ double sf_f16_d(u16 h) {'
  -e 's/extern __shared__ __align__\(16\) char (\w+)\[\];/static __align__(16) char \1[1 << 20];/g' \
  `# programmatic dependent launch: one block at a time here, nothing to wait for` \
  -e 's/asm volatile\("griddepcontrol\.(wait|launch_dependents);" ::: "memory"\);//g' \
- `# L2 prefetches (the reductions' red_pf=1): the address computed, nothing fetched` \
- -e 's/asm volatile\("prefetch\.global\.L2 \[%0\];" :: "l"\((.*)\)\);$/(void)(\1);/' \
  `# the global timer (the first wave's pacing, sf_row_next): one block here, a clock that` \
  `# advances a microsecond a read, so every wait ends` \
  -e 's/asm volatile\("mov\.u64 %0, %%globaltimer;" : "=l"\(t\)\);/static u64 sf_emu_clock = 0; t = sf_emu_clock += 1000;/g'
