@@ -1403,6 +1403,20 @@ static void long_def(const double *x, int64_t K, double *S, double *C) {
     }
 }
 
+/* Runs text (x in `in`, the scalar result in `out`) at 1 to 3 threads, by th_step, and
+ * expects the result's bytes to be want's; returns the runs made. */
+static int long_sum_runs(const char *text, const char *what, int th_step, tbuf *in, tbuf *out, double want) {
+    int runs = 0;
+    for (int th = 1; th <= 3; th += th_step) {
+        bool ran = run_text(text, th, in, out) == SCANFUSE_OK;
+        double got = ran ? tb_get_f(out, 0) : NAN;
+        CHECKF(ran && memcmp(&got, &want, sizeof got) == 0, "%s (%d threads): %a, the chunked definition %a",
+               what, th, got, want);
+        runs++;
+    }
+    return runs;
+}
+
 static void long_sums(void) {
     static const int64_t Ks[] = {SF_SUM_CHUNK + 1, 3 * SF_SUM_CHUNK + 77, 1048581};
     static const char *const calls[] = {"sum(x)", "sum(x, dtype=float64)", "mean(x)"};
@@ -1454,14 +1468,9 @@ static void long_sums(void) {
                     }
                     for (int64_t i = 0; i < K; i++) sf_store_f64(in.base, tb_offset(&in, i), dt, v[i]);
                     if (tb_init(&out, rd, 0, NULL, L_CONTIG)) {
-                        for (int th = 1; th <= 3; th++) {
-                            bool ran = run_text(text, th, &in, &out) == SCANFUSE_OK;
-                            double got = ran ? tb_get_f(&out, 0) : NAN;
-                            CHECKF(ran && memcmp(&got, &want, sizeof got) == 0,
-                                   "%s (%s, %d threads): %a, the chunked definition %a", text,
-                                   layout ? "strided" : "contiguous", th, got, want);
-                            cases++;
-                        }
+                        char what[200];
+                        snprintf(what, sizeof what, "%s (%s)", text, layout ? "strided" : "contiguous");
+                        cases += long_sum_runs(text, what, 1, &in, &out, want);
                         tb_free(&out);
                     }
                     tb_free(&in);
@@ -1485,14 +1494,8 @@ static void long_sums(void) {
             double S, C;
             long_def(v, K, &S, &C);
             const double want = sf_round_to(sf_cpu_sum2_result(S, C, SCANFUSE_FLOAT16), SCANFUSE_FLOAT16);
-            for (int th = 1; th <= 3; th += 2) {
-                bool ran = run_text("input x: float32[131077]\ny = sum(x, dtype=float16)\noutput y\n", th, &in, &out) ==
-                           SCANFUSE_OK;
-                double got = ran ? tb_get_f(&out, 0) : NAN;
-                CHECKF(ran && memcmp(&got, &want, sizeof got) == 0,
-                       "float32 summed into float16 (%d threads): %a, the chunked definition %a", th, got, want);
-                cases++;
-            }
+            cases += long_sum_runs("input x: float32[131077]\ny = sum(x, dtype=float16)\noutput y\n",
+                                   "float32 summed into float16", 2, &in, &out, want);
             tb_free(&out);
             tb_free(&in);
         }
@@ -1512,14 +1515,8 @@ static void long_sums(void) {
                 double S, C;
                 long_def(v, R * L, &S, &C);
                 const double want = sf_cpu_sum2_result(S, C, SCANFUSE_FLOAT64);
-                for (int th = 1; th <= 3; th++) {
-                    bool ran = run_text("input x: float64[3, 70001]\ny = sum(x, dim=[0, 1])\noutput y\n", th, &in, &out) ==
-                               SCANFUSE_OK;
-                    double got = ran ? tb_get_f(&out, 0) : NAN;
-                    CHECKF(ran && memcmp(&got, &want, sizeof got) == 0,
-                           "sum over [3, 70001] (%d threads): %a, the chunked definition %a", th, got, want);
-                    cases++;
-                }
+                cases += long_sum_runs("input x: float64[3, 70001]\ny = sum(x, dim=[0, 1])\noutput y\n",
+                                       "sum over [3, 70001]", 1, &in, &out, want);
                 free(v);
             }
             tb_free(&out);
