@@ -332,7 +332,6 @@ static inline __attribute__((always_inline)) void red_mag_max(red_v8l *a, const 
  * NULL, the first position holding a value equal to it (each lane keeps the first
  * position of its own extreme: only a strictly better value replaces; of the lanes whose
  * extreme equals *M, the smallest position); false when one holds a NaN. */
-
 static inline __attribute__((always_inline)) bool extreme_groups_of(const double *restrict x, int64_t K, bool mx,
                                                                      double *M, int64_t *first) {
     /* two sets of lanes (positions t % 16) so that two compare-and-select chains overlap;
